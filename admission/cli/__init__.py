@@ -1,0 +1,1 @@
+"""Command line: `draq` (also `kubectl draq`)."""

@@ -1,0 +1,63 @@
+"""`draq` entry point: one sub-command per module under `admission.cli`.
+
+Each command module defines `HELP` (one line), `configure(parser)` and `run(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from types import ModuleType
+
+from admission.core.errors import DraqError
+
+COMMANDS = (
+    ("demo", "admission.cli.demo"),
+    ("run", "admission.cli.run"),
+    ("allocate", "admission.cli.allocate"),
+    ("simulate", "admission.cli.simulate"),
+    ("gaps", "admission.cli.gaps"),
+    ("webhook", "admission.cli.webhook"),
+    ("cluster", "admission.cli.cluster"),
+)
+
+
+def _available_commands() -> list[tuple[str, ModuleType]]:
+    found = []
+    for name, module in COMMANDS:
+        if importlib.util.find_spec(module) is not None:
+            found.append((name, importlib.import_module(module)))
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="draq", description="Queue quotas and gang admission for Kubernetes DRA devices."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in _available_commands():
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(command)
+        command.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args))
+    except DraqError as err:
+        print(f"draq {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""DRA feature gates per Kubernetes release, and `--feature-gates` parsing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from admission.core.errors import InvalidInput
+
+SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36")
+DEFAULT_VERSION = "1.35"
+
+# Gates that change what the allocator (or the API server, for fields) does.
+_DEFAULTS: dict[str, dict[str, bool]] = {
+    "1.34": {
+        "DRAPrioritizedList": True, "DRAAdminAccess": True, "DRAResourceClaimDeviceStatus": True,
+        "DRADeviceBindingConditions": False, "DRAPartitionableDevices": False,
+        "DRADeviceTaints": False, "DRAConsumableCapacity": False, "DRAExtendedResource": False,
+        "DRAListTypeAttributes": False, "DRADeviceTaintRules": False,
+    },
+    "1.35": {
+        "DRAPrioritizedList": True, "DRAAdminAccess": True, "DRAResourceClaimDeviceStatus": True,
+        "DRADeviceBindingConditions": False, "DRAPartitionableDevices": False,
+        "DRADeviceTaints": False, "DRAConsumableCapacity": False, "DRAExtendedResource": False,
+        "DRAListTypeAttributes": False, "DRADeviceTaintRules": False,
+    },
+    "1.36": {
+        "DRAPrioritizedList": True, "DRAAdminAccess": True, "DRAResourceClaimDeviceStatus": True,
+        "DRADeviceBindingConditions": True, "DRAPartitionableDevices": True,
+        "DRADeviceTaints": True, "DRAConsumableCapacity": True, "DRAExtendedResource": True,
+        "DRAListTypeAttributes": False, "DRADeviceTaintRules": False,
+    },
+}
+KNOWN_GATES = frozenset(_DEFAULTS["1.36"])
+# Alpha in 1.35: what `--alpha-dra` switches on for every control-plane component.
+ALPHA_GATES_1_35 = (
+    "DRAConsumableCapacity", "DRAExtendedResource", "DRAPartitionableDevices", "DRADeviceTaints",
+    "DRADeviceBindingConditions",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureGates:
+    """The DRA gates in force for one decision, plus the release whose behaviour is modelled."""
+
+    version: str
+    enabled: frozenset[str]
+
+    def __contains__(self, gate: object) -> bool:
+        return gate in self.enabled
+
+    @property
+    def prioritized_list(self) -> bool:
+        return "DRAPrioritizedList" in self.enabled
+
+    @property
+    def admin_access(self) -> bool:
+        return "DRAAdminAccess" in self.enabled
+
+    @property
+    def partitionable_devices(self) -> bool:
+        return "DRAPartitionableDevices" in self.enabled
+
+    @property
+    def device_taints(self) -> bool:
+        return "DRADeviceTaints" in self.enabled
+
+    @property
+    def consumable_capacity(self) -> bool:
+        return "DRAConsumableCapacity" in self.enabled
+
+    @property
+    def binding_conditions(self) -> bool:
+        """Devices with binding conditions are usable only with both gates on."""
+        return {"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"} <= self.enabled
+
+    @property
+    def extended_resource(self) -> bool:
+        return "DRAExtendedResource" in self.enabled
+
+    @property
+    def list_type_attributes(self) -> bool:
+        return "DRAListTypeAttributes" in self.enabled
+
+    @property
+    def minor(self) -> int:
+        return int(self.version.split(".")[1])
+
+
+def normalize_version(version: str | None) -> str:
+    if not version:
+        return DEFAULT_VERSION
+    parts = version.strip().lstrip("v").split(".")
+    short = ".".join(parts[:2])
+    if short not in _DEFAULTS:
+        raise InvalidInput("--kubernetes-version", "", f"{version!r} is not supported; use one of "
+                           + ", ".join(SUPPORTED_VERSIONS))
+    return short
+
+
+def gates_for(version: str | None = None, overrides: Mapping[str, bool] | None = None) -> FeatureGates:
+    """Defaults of `version` with explicit `overrides` applied on top."""
+    v = normalize_version(version)
+    state = dict(_DEFAULTS[v])
+    for gate, on in (overrides or {}).items():
+        if gate not in KNOWN_GATES:
+            raise InvalidInput("--feature-gates", gate, "unknown DRA feature gate; known: "
+                               + ", ".join(sorted(KNOWN_GATES)))
+        state[gate] = on
+    return FeatureGates(v, frozenset(g for g, on in state.items() if on))
+
+
+def exactly(version: str | None, enabled: set[str] | frozenset[str] | list[str]) -> FeatureGates:
+    """Exactly these gates on, every other DRA gate off (as the conformance cases state)."""
+    return FeatureGates(normalize_version(version), frozenset(enabled))
+
+
+def parse_gate_flag(text: str) -> dict[str, bool]:
+    """Parse `A=true,B=false` as kube components do."""
+    result: dict[str, bool] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise InvalidInput("--feature-gates", item, "expected Gate=true or Gate=false")
+        result[name.strip()] = value.lower() == "true"
+    return result

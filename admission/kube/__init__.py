@@ -1,0 +1,1 @@
+"""Talking to the Kubernetes API: clients, list+watch caches."""
