@@ -1,0 +1,54 @@
+"""Typed, immutable models of the Kubernetes objects DRA allocation works on (resource.k8s.io/v1)."""
+
+from admission.core.models.device_class import DeviceClass, OpaqueConfig
+from admission.core.models.meta import ObjectMeta
+from admission.core.models.node import Node
+from admission.core.models.node_selector import (
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    node_name_selector,
+)
+from admission.core.models.parse import Model, is_supported, parse_object, parse_objects
+from admission.core.models.pod import Container, Pod, PodResourceClaim, PodResourceClaimStatus
+from admission.core.models.resource_claim import (
+    ALL,
+    EXACT_COUNT,
+    AllocatedConfig,
+    AllocationResult,
+    ClaimConfig,
+    ClaimSpec,
+    ConsumerReference,
+    DeviceAllocation,
+    DeviceConstraint,
+    DeviceRequest,
+    DeviceSelection,
+    DeviceToleration,
+    ResourceClaim,
+    ResourceClaimTemplate,
+)
+from admission.core.models.resource_slice import (
+    AttributeValue,
+    CapacityRange,
+    CounterConsumption,
+    CounterSet,
+    Device,
+    DeviceCapacity,
+    DeviceTaint,
+    RequestPolicy,
+    ResourceSlice,
+    ScalarValue,
+    qualified_name,
+    qualify,
+)
+
+__all__ = [
+    "ALL", "EXACT_COUNT", "AllocatedConfig", "AllocationResult", "AttributeValue", "CapacityRange",
+    "ClaimConfig", "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet",
+    "Device", "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest",
+    "DeviceSelection", "DeviceTaint", "DeviceToleration", "Model", "Node", "NodeSelector",
+    "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "OpaqueConfig", "Pod", "PodResourceClaim",
+    "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice",
+    "ScalarValue", "is_supported", "node_name_selector", "parse_object", "parse_objects", "qualified_name",
+    "qualify",
+]

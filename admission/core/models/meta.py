@@ -1,0 +1,46 @@
+"""Object metadata shared by every model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from admission.core.models._fields import Fields
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectMeta:
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    creation_timestamp: str = ""
+    generation: int = 0
+
+
+def object_label(kind: str, manifest: Mapping[str, object]) -> str:
+    """`Kind namespace/name` (or `Kind name`) for error messages, robust against broken metadata."""
+    meta = manifest.get("metadata")
+    name = namespace = ""
+    if isinstance(meta, Mapping):
+        name = meta.get("name") if isinstance(meta.get("name"), str) else ""  # type: ignore[assignment]
+        namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""  # type: ignore[assignment]
+    ident = f"{namespace}/{name}" if namespace else name
+    return f"{kind} {ident or '(unnamed)'}"
+
+
+def parse_meta(obj: str, manifest: Fields, *, namespaced: bool, default_namespace: str = "") -> ObjectMeta:
+    meta = manifest.map("metadata")
+    name = meta.str("name", required=True)
+    namespace = meta.str("namespace") if namespaced else ""
+    timestamp = meta.raw("creationTimestamp")
+    return ObjectMeta(
+        name=name,
+        namespace=namespace or (default_namespace if namespaced else ""),
+        uid=meta.str("uid"),
+        labels=meta.str_map("labels"),
+        annotations=meta.str_map("annotations"),
+        creation_timestamp=str(timestamp) if timestamp is not None else "",
+        generation=meta.int("generation"),
+    )

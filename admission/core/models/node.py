@@ -1,0 +1,39 @@
+"""core/v1 Node: what DRA node selection and extended resources look at."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from admission.core.models._fields import Fields
+from admission.core.models.meta import ObjectMeta, parse_meta
+from admission.core.models.node_selector import NAME_FIELD
+from admission.core.quantity import Quantity
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    meta: ObjectMeta
+    allocatable: Mapping[str, Quantity] = field(default_factory=dict)
+    unschedulable: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.meta.labels
+
+    @property
+    def fields(self) -> Mapping[str, str]:
+        """The fields a node selector may match (`matchFields`)."""
+        return {NAME_FIELD: self.meta.name}
+
+
+def parse_node(obj: str, manifest: Fields) -> Node:
+    return Node(
+        meta=parse_meta(obj, manifest, namespaced=False),
+        allocatable=manifest.map("status").quantity_map("allocatable"),
+        unschedulable=manifest.map("spec").bool("unschedulable"),
+    )

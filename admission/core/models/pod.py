@@ -1,0 +1,108 @@
+"""core/v1 Pod: only what admission and DRA allocation need."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from admission.core.models._fields import Fields
+from admission.core.models.meta import ObjectMeta, parse_meta
+from admission.core.quantity import Quantity
+
+
+@dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """A `spec.resourceClaims[]` entry: a claim by name, or one made from a template for this pod."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    requests: Mapping[str, Quantity] = field(default_factory=dict)
+    limits: Mapping[str, Quantity] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PodResourceClaimStatus:
+    name: str
+    resource_claim_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    meta: ObjectMeta
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    node_name: str = ""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    scheduling_gates: tuple[str, ...] = ()
+    resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+    phase: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def uid(self) -> str:
+        return self.meta.uid
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.meta.labels
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return self.meta.annotations
+
+    @property
+    def key(self) -> str:
+        return f"{self.meta.namespace}/{self.meta.name}"
+
+    def claim_name_for(self, entry: PodResourceClaim) -> str | None:
+        """The ResourceClaim behind a pod claim entry (for templates: from status, once created)."""
+        if entry.resource_claim_name is not None:
+            return entry.resource_claim_name
+        for status in self.resource_claim_statuses:
+            if status.name == entry.name:
+                return status.resource_claim_name
+        return None
+
+
+def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
+    spec = manifest.map("spec")
+    status = manifest.map("status")
+    claims = []
+    for entry in spec.maps("resourceClaims"):
+        by_name, by_template = entry.opt_str("resourceClaimName"), entry.opt_str("resourceClaimTemplateName")
+        if (by_name is None) == (by_template is None):
+            raise entry.fail("resourceClaimName",
+                             "exactly one of resourceClaimName and resourceClaimTemplateName must be set")
+        claims.append(PodResourceClaim(entry.str("name", required=True), by_name, by_template))
+    return Pod(
+        meta=parse_meta(obj, manifest, namespaced=True, default_namespace=default_namespace),
+        resource_claims=tuple(claims),
+        containers=tuple(_container(c) for c in spec.maps("containers")),
+        init_containers=tuple(_container(c) for c in spec.maps("initContainers")),
+        node_name=spec.str("nodeName"),
+        node_selector=spec.str_map("nodeSelector"),
+        scheduling_gates=tuple(g.str("name", required=True) for g in spec.maps("schedulingGates")),
+        resource_claim_statuses=tuple(
+            PodResourceClaimStatus(s.str("name", required=True), s.opt_str("resourceClaimName"))
+            for s in status.maps("resourceClaimStatuses")),
+        phase=status.str("phase"),
+    )
+
+
+def _container(fields: Fields) -> Container:
+    resources = fields.map("resources")
+    return Container(fields.str("name"), resources.quantity_map("requests"), resources.quantity_map("limits"))
