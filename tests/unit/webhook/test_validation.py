@@ -1,0 +1,176 @@
+"""The validating webhook: pods, gate removal, label changes, draq's own objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admission.core.admission_review import ObjectRef
+from admission.core.gating import (
+    DEFAULT_DRAQ_USER,
+    GATE,
+    GROUP_LABEL,
+    GROUP_MIN_LABEL,
+    QUEUE_LABEL,
+    GatingPolicy,
+    selector_matches,
+    validate,
+)
+
+from .builders import CLUSTER_QUEUE, LOCAL_QUEUE, POD, FakeLookups, cluster, pod, request
+
+POLICY = GatingPolicy()
+GATED = {QUEUE_LABEL: "gpu", GROUP_LABEL: "g", GROUP_MIN_LABEL: "1"}
+
+
+def check(kind: Any, obj: Any, lookups: FakeLookups | None = None, **kwargs: Any):  # type: ignore[no-untyped-def]
+    return validate(request(kind, obj, **kwargs), lookups or cluster(), POLICY)
+
+
+def test_gated_pod_of_an_existing_queue_is_allowed() -> None:
+    assert check(POD, pod("x", labels=GATED, gates=[GATE])).allowed
+
+
+def test_pod_naming_a_missing_queue_is_denied_with_what_to_do() -> None:
+    decision = check(POD, pod("x", labels={**GATED, QUEUE_LABEL: "nope"}, gates=[GATE]))
+    assert not decision.allowed and decision.code == 403
+    assert "LocalQueue 'nope'" in decision.message and "namespace 'team-a'" in decision.message
+    assert "Create it" in decision.message and "label draq.io/queue" in decision.message
+    assert decision.missing == (ObjectRef("LocalQueue", "team-a", "nope"),)
+
+
+def test_missing_default_queue_names_the_namespace_label() -> None:
+    lookups = cluster({"team-c": {"draq.io/default-queue": "absent"}})
+    decision = check(POD, pod("x", namespace="team-c", gates=[GATE]), lookups)
+    assert not decision.allowed and "namespace label draq.io/default-queue" in decision.message
+
+
+def test_pods_of_unmanaged_namespaces_are_not_checked() -> None:
+    assert check(POD, pod("x", namespace="plain", labels={QUEUE_LABEL: "nope"})).allowed
+
+
+def test_bad_group_min_is_denied() -> None:
+    for bad in ("0", "-1", "two", "1e3", "٣"):
+        decision = check(POD, pod("x", labels={**GATED, GROUP_MIN_LABEL: bad}, gates=[GATE]))
+        assert not decision.allowed and GROUP_MIN_LABEL in decision.message, bad
+
+
+def test_node_name_bypass_is_denied() -> None:
+    obj = pod("x", labels=GATED, gates=[GATE])
+    obj["spec"]["nodeName"] = "node-1"
+    decision = check(POD, obj)
+    assert not decision.allowed and "spec.nodeName" in decision.message
+
+
+def test_managed_pod_without_gate_is_denied() -> None:
+    decision = check(POD, pod("x", labels=GATED))
+    assert not decision.allowed and "MutatingWebhookConfiguration" in decision.message
+
+
+def test_queue_whose_cluster_queue_is_missing_warns() -> None:
+    lookups = cluster().with_queue("team-a", "orphan", "ghost")
+    del lookups.cluster_queues["ghost"]
+    decision = check(POD, pod("x", labels={**GATED, QUEUE_LABEL: "orphan"}, gates=[GATE]), lookups)
+    assert decision.allowed and "ghost" in decision.warnings[0]
+
+
+def _ungated(labels: dict[str, str] = GATED) -> dict[str, Any]:
+    return pod("x", labels=labels, gates=[])
+
+
+def test_gate_removal_by_a_user_is_denied() -> None:
+    decision = check(POD, _ungated(), operation="UPDATE", old=pod("x", labels=GATED, gates=[GATE]))
+    assert not decision.allowed
+    assert DEFAULT_DRAQ_USER in decision.message and "spec.schedulingGates" in decision.message
+
+
+def test_gate_removal_by_draq_is_allowed() -> None:
+    old = pod("x", labels=GATED, gates=[GATE])
+    assert check(POD, _ungated(), operation="UPDATE", old=old, username=DEFAULT_DRAQ_USER).allowed
+
+
+def test_removing_another_gate_is_fine() -> None:
+    old = pod("x", labels=GATED, gates=["other.io/x", GATE])
+    new = pod("x", labels=GATED, gates=[GATE])
+    assert check(POD, new, operation="UPDATE", old=old).allowed
+
+
+def test_the_allowed_user_is_configurable() -> None:
+    old = pod("x", labels=GATED, gates=[GATE])
+    request_ = request(POD, _ungated(), operation="UPDATE", old=old, username="system:serviceaccount:ops:q")
+    assert validate(request_, cluster(), GatingPolicy(draq_user="system:serviceaccount:ops:q")).allowed
+    assert not validate(request_, cluster(), POLICY).allowed
+
+
+def test_relabelling_an_admitted_pod_is_denied() -> None:
+    for key, value in ((QUEUE_LABEL, "other"), (GROUP_LABEL, "h"), (GROUP_MIN_LABEL, "3")):
+        decision = check(POD, _ungated({**GATED, key: value}), operation="UPDATE", old=_ungated())
+        assert not decision.allowed and key in decision.message and "delete the pod" in decision.message
+
+
+def test_removing_the_queue_label_of_an_admitted_pod_is_denied() -> None:
+    labels = {k: v for k, v in GATED.items() if k != QUEUE_LABEL}
+    assert not check(POD, _ungated(labels), operation="UPDATE", old=_ungated()).allowed
+
+
+def test_other_label_changes_of_an_admitted_pod_are_fine() -> None:
+    assert check(POD, _ungated({**GATED, "app": "x"}), operation="UPDATE", old=_ungated()).allowed
+
+
+def test_gated_pod_may_move_to_an_existing_queue_only() -> None:
+    old = pod("x", labels=GATED, gates=[GATE])
+    lookups = cluster().with_queue("team-a", "cpu")
+    moved = pod("x", labels={**GATED, QUEUE_LABEL: "cpu"}, gates=[GATE])
+    assert check(POD, moved, lookups, operation="UPDATE", old=old).allowed
+    lost = pod("x", labels={**GATED, QUEUE_LABEL: "nope"}, gates=[GATE])
+    assert not check(POD, lost, lookups, operation="UPDATE", old=old).allowed
+
+
+def test_updates_of_unmanaged_pods_pass() -> None:
+    old = pod("x", namespace="plain", gates=["x/y"])
+    assert check(POD, pod("x", namespace="plain"), operation="UPDATE", old=old).allowed
+
+
+def _local_queue(cluster_queue: str, namespace: str = "team-a") -> dict[str, Any]:
+    return {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": namespace}, "spec": {"clusterQueue": cluster_queue}}
+
+
+def test_local_queue_naming_a_missing_cluster_queue_is_denied() -> None:
+    decision = check(LOCAL_QUEUE, _local_queue("ghost"))
+    assert not decision.allowed and "spec.clusterQueue" in decision.message and "'ghost'" in decision.message
+    assert decision.missing == (ObjectRef("ClusterQueue", "", "ghost"),)
+    assert check(LOCAL_QUEUE, _local_queue("cq")).allowed
+
+
+def test_local_queue_outside_the_cluster_queue_namespace_selector_is_denied() -> None:
+    lookups = cluster()
+    lookups.cluster_queues["picky"] = {"spec": {"namespaceSelector": {"matchLabels": {"team": "ml"}}}}
+    decision = check(LOCAL_QUEUE, _local_queue("picky"), lookups)
+    assert not decision.allowed and "namespaceSelector" in decision.message
+    lookups.namespaces["team-a"]["team"] = "ml"
+    assert check(LOCAL_QUEUE, _local_queue("picky"), lookups).allowed
+
+
+def test_cluster_queue_quoting_missing_units_is_denied() -> None:
+    lookups = cluster()
+    lookups.quota_units["gpus"] = {"spec": {}}
+    obj = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+           "spec": {"quotas": [{"unit": "gpus", "nominal": 8}, {"unit": "memory", "nominal": "1Ti"},
+                               {"unit": "mig", "nominal": 2}]}}
+    decision = check(CLUSTER_QUEUE, obj, lookups)
+    assert not decision.allowed and "'memory', 'mig'" in decision.message
+    assert {ref.name for ref in decision.missing} == {"memory", "mig"}
+    lookups.quota_units["memory"] = lookups.quota_units["mig"] = {"spec": {}}
+    assert check(CLUSTER_QUEUE, obj, lookups).allowed
+
+
+def test_selector_matching() -> None:
+    labels = {"team": "ml", "tier": "gold"}
+    assert selector_matches({}, labels)
+    assert selector_matches({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
+                            labels)
+    assert not selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn",
+                                                       "values": ["gold"]}]}, labels)
+    assert selector_matches({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
+    assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
+    assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Bogus"}]}, labels)
