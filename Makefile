@@ -1,0 +1,44 @@
+# draq: one entry point for people and CI. `make demo` runs the main job locally; `make test` runs every test.
+VENV    ?= .venv
+PYTHON  ?= python3
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: setup deps controlplane demo test lint unit e2e bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+deps:
+	bash e2e/install-deps.sh
+
+controlplane: $(STAMP) deps
+	$(BIN)/python -m e2e.build
+
+setup: controlplane
+
+demo: setup
+	$(BIN)/draq demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check admission e2e tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/pytest tests --ignore=tests/e2e
+
+e2e: setup
+	$(BIN)/pytest tests/e2e
+
+test: setup lint
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

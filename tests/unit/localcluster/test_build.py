@@ -1,0 +1,50 @@
+"""The control-plane build: version pinning, the wrapper module, and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e import build
+
+
+def test_short_versions_resolve_to_pinned_patch_releases() -> None:
+    assert build.resolve_version("1.35") == build.DEFAULT_VERSION
+    assert build.resolve_version("v1.34") == build.COMPAT_VERSION
+    assert build.resolve_version("1.36.2") == "v1.36.2"
+
+
+def test_malformed_version_is_refused_with_the_expected_form() -> None:
+    with pytest.raises(build.BuildError, match="not of the form 1.35 or v1.35.6"):
+        build.resolve_version("latest")
+
+
+def test_binaries_are_cached_per_version_outside_the_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DRAQ_CACHE_DIR", str(tmp_path))
+    paths = build.paths_for("1.34")
+    assert paths.bin_dir == tmp_path / "kubernetes" / build.COMPAT_VERSION
+    assert paths.binary("kube-apiserver").parent == paths.bin_dir
+    assert not build.is_built(paths)
+
+
+def test_missing_go_toolchain_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DRAQ_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(build.BuildError, match="Go toolchain was not found"):
+        build.build("1.35")
+
+
+def test_wrapper_module_replaces_every_staging_module_with_its_published_version(tmp_path: Path) -> None:
+    build._write_wrapper(tmp_path, "v1.35.8", ["k8s.io/api", "k8s.io/client-go"])
+    gomod = (tmp_path / "go.mod").read_text()
+    assert "require k8s.io/kubernetes v1.35.8" in gomod
+    assert "k8s.io/api => k8s.io/api v0.35.8" in gomod
+    assert "k8s.io/client-go => k8s.io/client-go v0.35.8" in gomod
+    assert 'k8s.io/kubernetes/cmd/kube-apiserver/app' in (tmp_path / "tools.go").read_text()
+
+
+def test_version_stamp_reaches_component_base_and_client_go() -> None:
+    flags = build._ldflags("v1.35.8")
+    assert "-X k8s.io/component-base/version.gitVersion=v1.35.8" in flags
+    assert "-X k8s.io/client-go/pkg/version.gitMinor=35" in flags
