@@ -1,0 +1,150 @@
+"""ClusterQueue and LocalQueue models, parsed from their manifests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from admission.core.models._fields import Fields
+from admission.core.quantity import Quantity
+from admission.core.quota.units import check_kind
+
+
+class QueueingStrategy(StrEnum):
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+    STRICT_FIFO = "StrictFIFO"
+
+
+@dataclass(frozen=True, slots=True)
+class UnitQuota:
+    """Quota of one unit in one ClusterQueue (Kueue semantics).
+
+    `borrowing_limit` None: may borrow without limit from the cohort. `lending_limit` None: all of
+    the unused nominal quota may be lent.
+    """
+
+    unit: str
+    nominal: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        match self.operator:
+            case "In":
+                return labels.get(self.key) in self.values
+            case "NotIn":
+                return labels.get(self.key) not in self.values
+            case "Exists":
+                return self.key in labels
+            case _:
+                return self.key not in labels
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector; the empty selector matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[LabelRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels) and \
+            all(r.matches(labels) for r in self.match_expressions)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueue:
+    name: str
+    quotas: tuple[UnitQuota, ...] = ()
+    cohort: str | None = None
+    namespace_selector: LabelSelector = LabelSelector()
+    strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+
+    def quota(self, unit: str) -> UnitQuota | None:
+        return next((q for q in self.quotas if q.unit == unit), None)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueue:
+    namespace: str
+    name: str
+    cluster_queue: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
+    fields = check_kind(manifest, "ClusterQueue")
+    spec = fields.map("spec")
+    cohort = spec.opt_str("cohort") or None
+    quotas: list[UnitQuota] = []
+    for entry in spec.maps("quotas"):
+        quota = _unit_quota(entry, cohort)
+        if any(q.unit == quota.unit for q in quotas):
+            raise entry.fail("unit", f"duplicate quota for unit {quota.unit}")
+        quotas.append(quota)
+    strategy = spec.str("queueingStrategy") or QueueingStrategy.BEST_EFFORT_FIFO.value
+    if strategy not in {s.value for s in QueueingStrategy}:
+        raise spec.fail("queueingStrategy", f"unknown strategy {strategy!r}; expected BestEffortFIFO or "
+                        "StrictFIFO")
+    return ClusterQueue(
+        name=fields.map("metadata").str("name", required=True), quotas=tuple(quotas), cohort=cohort,
+        namespace_selector=parse_label_selector(spec.map("namespaceSelector")),
+        strategy=QueueingStrategy(strategy))
+
+
+def _unit_quota(entry: Fields, cohort: str | None) -> UnitQuota:
+    unit = entry.str("unit", required=True)
+    nominal = _non_negative(entry, "nominal")
+    borrowing = _non_negative(entry, "borrowingLimit") if entry.has("borrowingLimit") else None
+    lending = _non_negative(entry, "lendingLimit") if entry.has("lendingLimit") else None
+    for key, limit in (("borrowingLimit", borrowing), ("lendingLimit", lending)):
+        if limit is not None and cohort is None:
+            raise entry.fail(key, "needs spec.cohort: without a cohort there is no one to borrow from "
+                             "or lend to")
+    if lending is not None and lending > nominal:
+        raise entry.fail("lendingLimit", f"{lending} exceeds nominal {nominal}")
+    return UnitQuota(unit, nominal, borrowing, lending)
+
+
+def _non_negative(entry: Fields, key: str) -> Quantity:
+    value = entry.quantity(key)
+    if value.sign() < 0:
+        raise entry.fail(key, f"must not be negative, got {value}")
+    return value
+
+
+def parse_label_selector(fields: Fields) -> LabelSelector:
+    requirements = []
+    for entry in fields.maps("matchExpressions"):
+        operator = entry.str("operator", required=True)
+        values = entry.str_list("values")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise entry.fail("operator", f"unknown operator {operator!r}; expected In, NotIn, Exists or "
+                             "DoesNotExist")
+        if (operator in ("In", "NotIn")) != bool(values):
+            raise entry.fail("values", "In and NotIn need values; Exists and DoesNotExist take none")
+        requirements.append(LabelRequirement(entry.str("key", required=True), operator, values))
+    labels = tuple(sorted(fields.str_map("matchLabels").items()))
+    return LabelSelector(labels, tuple(requirements))
+
+
+def parse_local_queue(manifest: Mapping[str, Any], default_namespace: str = "default") -> LocalQueue:
+    fields = check_kind(manifest, "LocalQueue")
+    meta = fields.map("metadata")
+    return LocalQueue(namespace=meta.str("namespace") or default_namespace,
+                      name=meta.str("name", required=True),
+                      cluster_queue=fields.map("spec").str("clusterQueue", required=True))
+
+
