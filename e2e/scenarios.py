@@ -1,0 +1,174 @@
+"""Random but realistic DRA scenarios for comparing draq's allocator with the real kube-scheduler.
+
+Pure generation from a seed: each trial is a fresh node (a GPU profile, some of its GPUs removed,
+sometimes a NIC pool beside it), some of its devices already allocated to other claims, and one pod
+with one to three claims pinned to that node. Only shapes that the default gate set of the target
+release accepts are generated, and every class selector is guarded so that it cannot fail at run
+time (a CEL runtime error aborts scheduling instead of answering "does not fit").
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from e2e import profiles
+
+Manifest = dict[str, Any]
+NIC = "nic.example.com"
+
+# Extra classes beside the drivers' own; each selector is safe on every device of every driver.
+EXTRA_CLASSES: dict[str, str] = {
+    "gpu-80g": ('device.driver in ["gpu.nvidia.com", "gpu.amd.com"] && '
+                'device.capacity[device.driver].memory.compareTo(quantity("80Gi")) >= 0'),
+    "hopper": 'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].architecture == "Hopper"',
+    "any-gpu": ('device.driver in ["gpu.nvidia.com", "gpu.amd.com"] && '
+                'device.attributes[device.driver].type in ["gpu", "amdgpu"]'),
+    NIC: f'device.driver == "{NIC}"',
+}
+GPU_CLASSES = ("gpu.nvidia.com", "gpu.amd.com", "gpu-80g", "hopper", "any-gpu")
+REQUEST_SELECTORS = (
+    'device.capacity[device.driver].memory.compareTo(quantity("40Gi")) > 0',
+    'device.attributes[device.driver].index < 4',
+    'device.attributes[device.driver].productName.startsWith("NVIDIA")',
+    'device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:10"',
+)
+
+
+def device_classes() -> list[Manifest]:
+    def klass(name: str, expression: str) -> Manifest:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+                "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+    return profiles.device_classes() + [klass(n, e) for n, e in EXTRA_CLASSES.items()]
+
+
+@dataclass
+class Trial:
+    index: int
+    node: Manifest
+    slices: list[Manifest]
+    in_use: list[Manifest]      # claims with status.allocation, written before the pod
+    claims: list[Manifest]      # the pod's claims, in the pod's order
+    pod: Manifest
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def node_name(self) -> str:
+        return str(self.node["metadata"]["name"])
+
+    def describe(self) -> str:
+        import json
+        return json.dumps({"node": self.node, "slices": self.slices, "inUse": self.in_use,
+                           "claims": self.claims, "pod": self.pod}, indent=1)
+
+
+def _nic_slice(node: str, rng: random.Random) -> Manifest:
+    devices = [{"name": f"nic-{i}", "attributes": {
+        "model": {"string": rng.choice(["cx7", "bf3"])},
+        "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{0x10 * (1 + i):02x}"}},
+        "capacity": {"bandwidth": {"value": "400G"}}} for i in range(rng.randint(1, 4))]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-{NIC}"},
+            "spec": {"driver": NIC, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "nodeName": node, "devices": devices}}
+
+
+def _inventory(node: str, rng: random.Random) -> tuple[Manifest, list[Manifest]]:
+    profile = profiles.PROFILES[rng.choice(sorted(profiles.PROFILES))]
+    manifest = profiles.node_manifest(profile, node)
+    [gpus] = profiles.resource_slices(profile, node)
+    keep = sorted(rng.sample(range(profile.gpus), rng.randint(2, profile.gpus)))
+    gpus["spec"]["devices"] = [gpus["spec"]["devices"][i] for i in keep]
+    slices = [gpus]
+    if rng.random() < 0.3:
+        slices.append(_nic_slice(node, rng))
+    return manifest, slices
+
+
+def _allocated_claim(name: str, node: str, results: list[Manifest]) -> Manifest:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "held", "exactly": {
+                "deviceClassName": CLASS_OF_DRIVER[results[0]["driver"]], "count": len(results)}}]}},
+            "status": {"allocation": {
+                "devices": {"results": results},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+
+
+CLASS_OF_DRIVER = {"gpu.nvidia.com": "gpu.nvidia.com", "gpu.amd.com": "gpu.amd.com", NIC: NIC}
+
+
+def _in_use(node: str, slices: list[Manifest], rng: random.Random, prefix: str) -> list[Manifest]:
+    claims = []
+    for rs in slices:
+        spec = rs["spec"]
+        taken = [d["name"] for d in spec["devices"] if rng.random() < 0.2]
+        if taken:
+            results = [{"request": "held", "driver": spec["driver"], "pool": spec["pool"]["name"], "device": d}
+                       for d in taken]
+            claims.append(_allocated_claim(f"{prefix}-held-{len(claims)}", node, results))
+    return claims
+
+
+LIKELY_CLASSES = {"gpu.nvidia.com": ("gpu.nvidia.com", "any-gpu", "gpu-80g", "hopper"),
+                  "gpu.amd.com": ("gpu.amd.com", "any-gpu", "gpu-80g")}
+
+
+def _gpu_class(rng: random.Random, driver: str) -> str:
+    """Mostly a class that can match this node's GPUs; sometimes any class (a likely "no")."""
+    return rng.choice(GPU_CLASSES if rng.random() < 0.15 else LIKELY_CLASSES[driver])
+
+
+def _exact(rng: random.Random, gpu_driver: str | None) -> Manifest:
+    request: Manifest = {"deviceClassName": _gpu_class(rng, gpu_driver) if gpu_driver else NIC}
+    gpu = gpu_driver is not None
+    if rng.random() < 0.1:
+        request["allocationMode"] = "All"
+    else:
+        request["count"] = rng.choice([1, 1, 1, 2, 2, 3, 4, 8])
+    if gpu and rng.random() < 0.3:
+        request["selectors"] = [{"cel": {"expression": rng.choice(REQUEST_SELECTORS)}}]
+    return request
+
+
+def _request(name: str, rng: random.Random, gpu_driver: str | None) -> Manifest:
+    if gpu_driver and rng.random() < 0.2:
+        subs = []
+        for i in range(rng.randint(2, 3)):
+            sub = _exact(rng, gpu_driver)
+            subs.append({"name": f"alt{i}", **sub})
+        return {"name": name, "firstAvailable": subs}
+    return {"name": name, "exactly": _exact(rng, gpu_driver)}
+
+
+def _claim(name: str, rng: random.Random, gpu_driver: str, has_nic: bool) -> Manifest:
+    requests = [_request("gpus", rng, gpu_driver)]
+    if has_nic and rng.random() < 0.5:
+        requests.append(_request("nic", rng, None))
+    devices: Manifest = {"requests": requests}
+    if len(requests) == 2 and rng.random() < 0.5:
+        devices["constraints"] = [{"requests": ["gpus", "nic"],
+                                   "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": devices}}
+
+
+def _pod(name: str, node: str, claims: list[Manifest]) -> Manifest:
+    refs = [{"name": f"c{i}", "resourceClaimName": c["metadata"]["name"]} for i, c in enumerate(claims)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "main", "image": "registry.example/job:1",
+                                     "resources": {"claims": [{"name": r["name"]} for r in refs]}}],
+                     "resourceClaims": refs}}
+
+
+def trial(seed: int, index: int) -> Trial:
+    rng = random.Random(f"{seed}/{index}")
+    node = f"diff-{seed}-{index}"
+    node_manifest, slices = _inventory(node, rng)
+    prefix = f"t{index}"
+    held = _in_use(node, slices, rng, prefix)
+    has_nic = any(rs["spec"]["driver"] == NIC for rs in slices)
+    gpu_driver = slices[0]["spec"]["driver"]
+    claims = [_claim(f"{prefix}-c{i}", rng, gpu_driver, has_nic) for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
+    return Trial(index, node_manifest, slices, held, claims, _pod(f"{prefix}-pod", node, claims))
