@@ -1,0 +1,22 @@
+"""DRA structured-parameters allocation as the kube-scheduler does it (resource.k8s.io/v1).
+
+Public API: `Snapshot` (objects indexed once), `Allocator(snapshot, gates).allocate(node, claims)`
+returning an `Outcome`, `explain(...)` for a "why not", and `place_gang(...)` for groups of pods.
+"""
+
+from admission.core.allocator.api import DEFAULT_BUDGET, Allocator, Outcome, Snapshot, Status
+from admission.core.allocator.errors import (
+    INVALID_POOLS,
+    AllocationError,
+    MissingDeviceClass,
+    NodeAllocationError,
+)
+from admission.core.allocator.inventory import Inventory, NodeView, PoolView
+from admission.core.allocator.results import allocation_to_manifest
+from admission.core.allocator.usage import Usage
+
+__all__ = [
+    "DEFAULT_BUDGET", "INVALID_POOLS", "AllocationError", "Allocator", "Inventory", "MissingDeviceClass",
+    "NodeAllocationError", "NodeView", "Outcome", "PoolView", "Snapshot", "Status", "Usage",
+    "allocation_to_manifest",
+]

@@ -1,0 +1,176 @@
+"""The allocator's public face: a snapshot, and "can these claims be allocated on this node?"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
+from admission.core.allocator.inventory import Inventory, NodeView
+from admission.core.allocator.results import build_allocation
+from admission.core.allocator.search import NodeSearch, SearchBudgetExceeded
+from admission.core.allocator.selectors import SelectorEvaluator
+from admission.core.allocator.usage import Usage
+from admission.core.errors import InvalidInput
+from admission.core.features import FeatureGates
+from admission.core.models import (
+    AllocationResult,
+    DeviceClass,
+    Model,
+    Node,
+    Pod,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+
+# About 10 s of scheduler search time in upstream terms; beyond it the answer is "gave up".
+DEFAULT_BUDGET = 2_000_000
+
+
+class Status(Enum):
+    ALLOCATED = "allocated"
+    UNFIT = "does not fit"
+    NODE_ERROR = "node error"  # only this node fails (invalid resource pools)
+    ERROR = "error"  # the scheduler would abort the pod's attempt on every node
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer for one node. `allocations` maps claim keys (`ns/name`) to results when ALLOCATED."""
+
+    node: str
+    status: Status
+    allocations: Mapping[str, AllocationResult] = field(default_factory=dict)
+    message: str | None = None
+    # Set when the answer is UNFIT because a DeviceClass is missing (the scheduler: Unschedulable).
+    missing_class: str | None = None
+    # Set when the search gave up (as the scheduler's filter timeout would).
+    gave_up: bool = False
+
+    @property
+    def allocatable(self) -> bool:
+        return self.status is Status.ALLOCATED
+
+    @property
+    def is_error(self) -> bool:
+        return self.status in (Status.ERROR, Status.NODE_ERROR)
+
+
+class Snapshot:
+    """Immutable view of the objects allocation depends on, indexed once."""
+
+    def __init__(self, nodes: Iterable[Node] = (), classes: Iterable[DeviceClass] = (),
+                 slices: Iterable[ResourceSlice] = (), claims: Iterable[ResourceClaim] = (),
+                 templates: Iterable[ResourceClaimTemplate] = (), pods: Iterable[Pod] = ()) -> None:
+        self.inventory = Inventory(nodes, classes, slices)
+        self.claims: dict[str, ResourceClaim] = {c.key: c for c in claims}
+        self.templates: dict[str, ResourceClaimTemplate] = {f"{t.namespace}/{t.name}": t for t in templates}
+        self.pods: dict[str, Pod] = {p.key: p for p in pods}
+
+    @classmethod
+    def from_models(cls, models: Iterable[Model]) -> Snapshot:
+        buckets: dict[type, list[Model]] = {}
+        for model in models:
+            buckets.setdefault(type(model), []).append(model)
+        return cls(
+            nodes=buckets.get(Node, ()),  # type: ignore[arg-type]
+            classes=buckets.get(DeviceClass, ()),  # type: ignore[arg-type]
+            slices=buckets.get(ResourceSlice, ()),  # type: ignore[arg-type]
+            claims=buckets.get(ResourceClaim, ()),  # type: ignore[arg-type]
+            templates=buckets.get(ResourceClaimTemplate, ()),  # type: ignore[arg-type]
+            pods=buckets.get(Pod, ()),  # type: ignore[arg-type]
+        )
+
+    @property
+    def nodes(self) -> Mapping[str, Node]:
+        return self.inventory.nodes
+
+    def node(self, name: str) -> Node:
+        found = self.inventory.nodes.get(name)
+        if found is None:
+            raise InvalidInput(f"node {name}", "", "no such Node in the snapshot")
+        return found
+
+    def allocated_claims(self) -> list[ResourceClaim]:
+        return [c for c in self.claims.values() if c.allocation is not None]
+
+
+class Allocator:
+    """Allocates claims on nodes of one snapshot under one feature-gate set.
+
+    `usage` defaults to what the snapshot's allocated claims hold; pass another one (e.g. with
+    devices promised to admitted-but-unbound groups) to `allocate`.
+    """
+
+    def __init__(self, snapshot: Snapshot, gates: FeatureGates, *,
+                 budget: int | None = DEFAULT_BUDGET) -> None:
+        self.snapshot = snapshot
+        self.gates = gates
+        self.budget = budget
+        self.selectors = SelectorEvaluator(gates)
+        self.usage = Usage.from_allocations(
+            (c.allocation for c in snapshot.allocated_claims() if c.allocation is not None), gates)
+
+    def view(self, node: Node | str) -> NodeView:
+        found = self.snapshot.node(node) if isinstance(node, str) else node
+        return self.snapshot.inventory.node_view(found, self.gates)
+
+    def allocate(self, node: Node | str, claims: Sequence[ResourceClaim],
+                 usage: Usage | None = None) -> Outcome:
+        """Can `claims` be allocated together on `node`?
+
+        Already-allocated claims are not allocated again; they only need to be usable on the node.
+        """
+        target = self.snapshot.node(node) if isinstance(node, str) else node
+        pending = _unique_unallocated(claims)
+        for claim in claims:
+            selector = claim.allocation.node_selector if claim.allocation else None
+            if selector is not None and not selector.matches(target.labels, target.name):
+                return Outcome(target.name, Status.UNFIT,
+                               message=f"claim {claim.key} is already allocated for other nodes")
+        if not pending:
+            return Outcome(target.name, Status.ALLOCATED)
+        search = self.search(target, usage)
+        try:
+            if self.gates.minor <= 34:
+                _fail_on_invalid_pools(search.view)
+            search.prepare(pending)
+            found = search.run()
+        except MissingDeviceClass as err:
+            return Outcome(target.name, Status.UNFIT, message=f"device class {err.class_name} does not exist",
+                           missing_class=err.class_name)
+        except AllocationError as err:
+            return Outcome(target.name, Status.ERROR, message=str(err))
+        except SearchBudgetExceeded:
+            return Outcome(target.name, Status.UNFIT, gave_up=True,
+                           message=f"search gave up after {self.budget} device checks")
+        if not found:
+            if any(p.invalid is not None for p in search.view.pools):
+                return Outcome(target.name, Status.NODE_ERROR, message=INVALID_POOLS)
+            return Outcome(target.name, Status.UNFIT)
+        allocations = {plan.claim.key: build_allocation(plan, target, self.snapshot.inventory, self.gates)
+                       for plan in search.plans}
+        return Outcome(target.name, Status.ALLOCATED, allocations)
+
+    def search(self, node: Node, usage: Usage | None = None) -> NodeSearch:
+        return NodeSearch(self.snapshot.inventory, self.snapshot.inventory.node_view(node, self.gates),
+                          usage if usage is not None else self.usage, self.gates, self.selectors, self.budget)
+
+
+def _unique_unallocated(claims: Sequence[ResourceClaim]) -> list[ResourceClaim]:
+    seen: set[str] = set()
+    pending = []
+    for claim in claims:
+        if claim.allocation is None and claim.key not in seen:
+            seen.add(claim.key)
+            pending.append(claim)
+    return pending
+
+
+def _fail_on_invalid_pools(view: NodeView) -> None:
+    # 1.34 turned an invalid pool into a hard error instead of skipping it.
+    for pool in view.pools:
+        if pool.invalid is not None:
+            raise AllocationError(f"pool {pool.name} is invalid: {pool.invalid}")

@@ -1,0 +1,91 @@
+"""Claim constraints (matchAttribute, distinctAttribute), checked incrementally as devices are added."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from admission.core.features import FeatureGates
+from admission.core.models import AttributeValue, Device, DeviceConstraint
+from admission.core.semver import Semver
+
+
+def _element_key(value: object) -> Hashable:
+    # Typed identity: 1 and True differ; versions compare as their text.
+    if isinstance(value, Semver):
+        return ("version", str(value))
+    return (type(value).__name__, value)
+
+
+def _as_set(value: AttributeValue) -> frozenset[Hashable]:
+    items = value if isinstance(value, tuple) else (value,)
+    return frozenset(_element_key(v) for v in items)
+
+
+class ConstraintTracker:
+    """State of one constraint during a search; `add` and `remove` must be called symmetrically."""
+
+    __slots__ = ("_distinct", "_matched", "as_sets", "attribute", "constraint", "distinct_ignored",
+                 "is_match", "requests")
+
+    def __init__(self, constraint: DeviceConstraint, gates: FeatureGates) -> None:
+        self.constraint = constraint
+        self.requests = frozenset(constraint.requests)
+        self.is_match = constraint.match_attribute is not None
+        self.attribute = constraint.match_attribute or constraint.distinct_attribute or ""
+        self.as_sets = gates.list_type_attributes
+        # In 1.34.9 different devices never compared equal, so distinctAttribute had no effect.
+        self.distinct_ignored = gates.minor <= 34
+        self._matched: list[Hashable] = []
+        self._distinct: dict[str, AttributeValue] = {}
+
+    def applies(self, request: str, result_name: str) -> bool:
+        return not self.requests or request in self.requests or result_name in self.requests
+
+    def add(self, request: str, device: Device) -> bool:
+        value = device.attribute(self.attribute)
+        if value is None:
+            return False
+        if self.is_match:
+            return self._add_match(value)
+        return self._add_distinct(request, value)
+
+    def remove(self, request: str) -> None:
+        if self.is_match:
+            self._matched.pop()
+        else:
+            self._distinct.pop(request, None)
+
+    def _add_match(self, value: AttributeValue) -> bool:
+        if self.as_sets:
+            current = _as_set(value)
+            if self._matched:
+                current = current & self._matched[-1]  # type: ignore[operator]
+                if not current:
+                    return False
+            self._matched.append(current)
+            return True
+        if isinstance(value, tuple):
+            key: Hashable = ("list", tuple(_element_key(v) for v in value))
+        else:
+            key = _element_key(value)
+        if self._matched and self._matched[0] != key:
+            return False
+        self._matched.append(key)
+        return True
+
+    def _add_distinct(self, request: str, value: AttributeValue) -> bool:
+        if not self.distinct_ignored:
+            for other in self._distinct.values():
+                if self._equal(value, other):
+                    return False
+        # Remembered per request name (upstream quirk): a later device of the same request
+        # overwrites the value, and removing a device forgets the request's value.
+        self._distinct[request] = value
+        return True
+
+    def _equal(self, a: AttributeValue, b: AttributeValue) -> bool:
+        if self.as_sets:
+            return bool(_as_set(a) & _as_set(b))
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            return isinstance(a, tuple) and isinstance(b, tuple) and _as_set(a) == _as_set(b)
+        return _element_key(a) == _element_key(b)

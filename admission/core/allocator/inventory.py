@@ -1,0 +1,191 @@
+"""The device inventory of one cluster snapshot, and which pools each node sees (spec section 5.1).
+
+Built once per snapshot; per-node views are computed on first use and cached, so trying many nodes
+(or many pods on the same nodes) does the slice bookkeeping only once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from admission.core.features import FeatureGates
+from admission.core.models import Device, DeviceClass, Node, ResourceSlice
+from admission.core.quantity import Quantity
+
+PoolId = tuple[str, str]  # (driver, pool name)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolView:
+    """A pool as seen from one node: its usable devices there, or why it has none."""
+
+    driver: str
+    name: str
+    generation: int
+    devices: tuple[Device, ...] = ()
+    incomplete: bool = False
+    invalid: str | None = None
+    # 1.35+ skips incomplete and invalid pools; 1.34 still allocated from incomplete ones.
+    usable: bool = True
+    # Counter sets of the whole pool (all slices of the current generation, visible or not).
+    counter_sets: Mapping[str, Mapping[str, Quantity]] = field(default_factory=dict)
+    has_binding_conditions: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """Everything the allocator needs about one node: pools in search order, devices in search order."""
+
+    node: Node
+    pools: tuple[PoolView, ...]
+    devices: tuple[Device, ...]
+    pool_of: Mapping[str, PoolView]  # device id -> pool
+
+    @property
+    def incomplete_pools(self) -> tuple[PoolView, ...]:
+        return tuple(p for p in self.pools if p.incomplete)
+
+    @property
+    def invalid_pools(self) -> tuple[PoolView, ...]:
+        return tuple(p for p in self.pools if p.invalid is not None)
+
+
+class Inventory:
+    """Nodes, classes and slices of one snapshot, indexed for allocation."""
+
+    def __init__(self, nodes: Iterable[Node], classes: Iterable[DeviceClass],
+                 slices: Iterable[ResourceSlice]) -> None:
+        self.nodes: dict[str, Node] = {n.name: n for n in nodes}
+        self.classes: dict[str, DeviceClass] = {c.name: c for c in classes}
+        self.slices_by_pool: dict[PoolId, list[ResourceSlice]] = defaultdict(list)
+        self._local: dict[str, list[ResourceSlice]] = defaultdict(list)
+        self._shared: list[ResourceSlice] = []
+        self.slice_of: dict[tuple[str, str, str], ResourceSlice] = {}
+        for item in slices:
+            self.slice_of[(item.driver, item.pool_name, item.name)] = item
+            self.slices_by_pool[(item.driver, item.pool_name)].append(item)
+            if item.node_name is not None:
+                self._local[item.node_name].append(item)
+            else:
+                self._shared.append(item)
+        self._views: dict[tuple[str, bool, int], NodeView] = {}
+        self._devices: dict[tuple[str, int], dict[str, Device]] = {}
+
+    def node_view(self, node: Node, gates: FeatureGates) -> NodeView:
+        key = (node.name, gates.partitionable_devices, gates.minor)
+        view = self._views.get(key)
+        if view is None or view.node is not node:
+            view = self._build_view(node, gates)
+            self._views[key] = view
+        return view
+
+    def pool_devices(self, pool: PoolId, generation: int) -> Mapping[str, Device]:
+        """All devices of a pool generation, cluster-wide (for counters of allocated devices)."""
+        key = (f"{pool[0]}/{pool[1]}", generation)
+        found = self._devices.get(key)
+        if found is None:
+            found = {d.name: d for s in self.slices_by_pool.get(pool, ())
+                     if s.pool_generation == generation for d in s.devices}
+            self._devices[key] = found
+        return found
+
+    def current_generation(self, pool: PoolId) -> int:
+        return max((s.pool_generation for s in self.slices_by_pool.get(pool, ())), default=0)
+
+    def _build_view(self, node: Node, gates: FeatureGates) -> NodeView:
+        relevant: dict[PoolId, list[ResourceSlice]] = defaultdict(list)
+        for item in (*self._local.get(node.name, ()), *self._shared):
+            if _is_relevant(item, node, gates):
+                relevant[(item.driver, item.pool_name)].append(item)
+        pools = [view for pool_id, found in relevant.items()
+                 if (view := self._pool_view(pool_id, found, node, gates)) is not None]
+        # The deterministic 1.36 order: by driver and pool name, pools with binding conditions last.
+        pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
+        devices = tuple(d for p in pools if p.usable for d in p.devices)
+        pool_of = {d.id: p for p in pools for d in p.devices}
+        return NodeView(node, tuple(pools), devices, pool_of)
+
+    def _pool_view(self, pool_id: PoolId, relevant: list[ResourceSlice], node: Node,
+                   gates: FeatureGates) -> PoolView | None:
+        generation = max(s.pool_generation for s in relevant)
+        kept = sorted((s for s in relevant if s.pool_generation == generation), key=lambda s: s.name)
+        everywhere = self.slices_by_pool[pool_id]
+        same_generation = [s for s in everywhere if s.pool_generation == generation]
+        incomplete = False
+        if len(kept) != kept[0].resource_slice_count:
+            if any(s.pool_generation > generation for s in everywhere):
+                return None  # being replaced by a newer generation: dropped silently
+            incomplete = len(same_generation) != kept[0].resource_slice_count
+        devices = tuple(d for s in kept for d in s.devices if _device_selects(d, s, node))
+        counter_sets = {cs.name: cs.counters for s in same_generation for cs in s.shared_counters}
+        has_binding = any(d.binding_conditions for d in devices)
+        driver, name = pool_id
+        if incomplete and gates.minor >= 35:
+            return PoolView(driver, name, generation, devices, incomplete=True, usable=False,
+                            has_binding_conditions=has_binding)
+        invalid = _pool_problem(same_generation, gates)
+        return PoolView(driver, name, generation, devices, incomplete=incomplete, invalid=invalid,
+                        usable=invalid is None, counter_sets=counter_sets, has_binding_conditions=has_binding)
+
+
+def _is_relevant(item: ResourceSlice, node: Node, gates: FeatureGates) -> bool:
+    if item.per_device_node_selection or item.shared_counters:
+        if not gates.partitionable_devices:
+            return False
+        if item.shared_counters and gates.minor >= 35:
+            return True
+        if item.per_device_node_selection:
+            return any(_device_selects(d, item, node) for d in item.devices)
+    if item.node_name is not None:
+        return item.node_name == node.name
+    if item.all_nodes:
+        return True
+    if item.node_selector is not None:
+        return item.node_selector.matches(node.labels, node.name)
+    return False
+
+
+def _device_selects(device: Device, item: ResourceSlice, node: Node) -> bool:
+    if not item.per_device_node_selection:
+        return True
+    if device.node_name is not None:
+        return device.node_name == node.name
+    if device.all_nodes:
+        return True
+    return device.node_selector is not None and device.node_selector.matches(node.labels, node.name)
+
+
+def _pool_problem(same_generation: list[ResourceSlice],
+                  gates: FeatureGates) -> str | None:
+    """Why a complete pool is invalid, or None."""
+    seen: set[str] = set()
+    for item in same_generation:
+        for device in item.devices:
+            if device.name in seen:
+                return f"duplicate device name {device.name}"
+            seen.add(device.name)
+    if not gates.partitionable_devices:
+        return None
+    sets: dict[str, Mapping[str, Quantity]] = {}
+    for item in same_generation:
+        for counter_set in item.shared_counters:
+            if counter_set.name in sets:
+                return f"duplicate counter set name {counter_set.name}"
+            sets[counter_set.name] = counter_set.counters
+    for item in same_generation:
+        for device in item.devices:
+            for use in device.consumes_counters:
+                declared = sets.get(use.counter_set)
+                if declared is None:
+                    return f"device {device.name} consumes counters of unknown counter set {use.counter_set}"
+                for counter in use.counters:
+                    if counter not in declared:
+                        return (f"device {device.name} consumes unknown counter {counter} "
+                                f"of counter set {use.counter_set}")
+    return None
