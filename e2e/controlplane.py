@@ -310,7 +310,9 @@ current-context: draq-local
 
     def _gate_flag(self) -> list[str]:
         gates = self.gates()
-        return [f"--feature-gates={','.join(f'{k}={str(v).lower()}' for k, v in sorted(gates.items()))}"] if gates else []
+        if not gates:
+            return []
+        return ["--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))]
 
     def _etcd_argv(self, etcd: str) -> list[str]:
         assert self.ports is not None

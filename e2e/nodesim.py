@@ -129,7 +129,7 @@ class NodeSimulator:
         while not self._stop.is_set():
             try:
                 self._sync_and_watch()
-            except Exception as err:  # noqa: BLE001 - keep simulating after API hiccups
+            except Exception as err:
                 if not self._stop.is_set():
                     log.warning("node simulator watch failed, retrying: %s", err)
                     time.sleep(0.5)

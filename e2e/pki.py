@@ -65,7 +65,8 @@ def make_ca(common_name: str = "draq-local-ca", days: int = 30) -> KeyPair:
 def issue(ca: KeyPair, common_name: str, *, organization: str | None = None, server: bool = False,
           client: bool = False, dns: tuple[str, ...] = (), ips: tuple[str, ...] = (), days: int = 30) -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
-    usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + ([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
+    usages += [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
     builder = (_builder(_name(common_name, organization), ca.cert.subject, key.public_key(), days)
                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                .add_extension(x509.ExtendedKeyUsage(usages), critical=False))

@@ -172,7 +172,8 @@ def resource_slices(profile: GpuProfile, node: str, *, partitions: bool = False,
     base = f"{node}-{profile.driver}"
     slices = [_slice(f"{base}-{n}", profile.driver, pool, node, {"devices": chunk}) for n, chunk in enumerate(chunks)]
     if partitions:
-        counters = [{"name": f"gpu-{i}-counters", "counters": _whole_gpu_counters(profile)} for i in range(profile.gpus)]
+        counters = [{"name": f"gpu-{i}-counters", "counters": _whole_gpu_counters(profile)}
+                    for i in range(profile.gpus)]
         slices.append(_slice(f"{base}-counters", profile.driver, pool, node, {"sharedCounters": counters}))
     return slices
 

@@ -21,13 +21,15 @@ class DemoError(DraqError):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", default=DEFAULT_LAYOUT,
-                        help=f"simulated nodes per GPU profile (default {DEFAULT_LAYOUT}; profiles: h100, a100, mi300x)")
+                        help=f"simulated nodes per GPU profile (default {DEFAULT_LAYOUT}; "
+                             "profiles: h100, a100, mi300x)")
     parser.add_argument("--partitions", action="store_true",
                         help="publish MIG/CPX partitions with shared counters (turns on the alpha DRA gates)")
     parser.add_argument("--kubernetes-version", default=None, help="1.35 (default) or 1.34")
     parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "draq-demo",
                         help="state, PKI and logs of the local control plane (default %(default)s)")
-    parser.add_argument("--once", action="store_true", help="show the cluster and stop, instead of running until Ctrl-C")
+    parser.add_argument("--once", action="store_true",
+                        help="show the cluster and stop, instead of running until Ctrl-C")
 
 
 def parse_layout(text: str) -> dict[str, int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -49,7 +48,8 @@ def summarise_slices(slices: list[dict[str, Any]]) -> list[NodeDevices]:
 
 def list_resource_slices(api: client.ApiClient) -> list[dict[str, Any]]:
     custom = client.CustomObjectsApi(api)
-    return list(custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"])
+    listing: dict[str, Any] = custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")
+    return list(listing["items"])
 
 
 def format_device_table(rows: list[NodeDevices]) -> str:

@@ -16,11 +16,12 @@ def test_short_versions_resolve_to_pinned_patch_releases() -> None:
 
 
 def test_malformed_version_is_refused_with_the_expected_form() -> None:
-    with pytest.raises(build.BuildError, match="not of the form 1.35 or v1.35.6"):
+    with pytest.raises(build.BuildError, match=r"not of the form 1\.35 or v1\.35\.6"):
         build.resolve_version("latest")
 
 
-def test_binaries_are_cached_per_version_outside_the_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_binaries_are_cached_per_version_outside_the_repository(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DRAQ_CACHE_DIR", str(tmp_path))
     paths = build.paths_for("1.34")
     assert paths.bin_dir == tmp_path / "kubernetes" / build.COMPAT_VERSION

@@ -1,0 +1,72 @@
+"""draq's allocator and the real kube-scheduler agree on random but realistic DRA scenarios.
+
+Each trial is a fresh node with its own pool (so trials do not interfere), some devices already
+held by other claims, and one pod with one to three claims pinned to that node. draq answers from
+the objects as the API server stored them; the scheduler answers by binding the pod, marking it
+Unschedulable, or failing with an error. Any disagreement is printed as a reproducible case
+(seed and trial index, plus every manifest).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from admission.core.allocator.api import Allocator, Outcome, Snapshot, Status
+from admission.core.features import gates_for
+from admission.core.models import ResourceClaim, parse_objects
+from e2e import scenarios, trials
+from e2e.controlplane import ALPHA_DRA_GATES, ControlPlane
+from e2e.nodesim import NodeSimulator
+
+SEED = int(os.environ.get("DRAQ_DIFF_SEED", "20261122"))
+TRIALS = int(os.environ.get("DRAQ_DIFF_TRIALS", "300"))
+BATCH = 50
+
+
+def cluster_gates(plane: ControlPlane) -> Any:
+    version = (plane.version or "1.35").lstrip("v")
+    return gates_for(version, {g: True for g in ALPHA_DRA_GATES} if plane.alpha_dra else {})
+
+
+def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:
+    models = parse_objects(objects)
+    snapshot = Snapshot.from_models(models)
+    names = {c["metadata"]["name"] for c in trial.claims}
+    claims = sorted((m for m in models if isinstance(m, ResourceClaim) and m.name in names),
+                    key=lambda c: [x["metadata"]["name"] for x in trial.claims].index(c.name))
+    return Allocator(snapshot, gates).allocate(trial.node_name, claims)
+
+
+def agrees(outcome: Outcome, verdict: trials.Verdict) -> bool:
+    if outcome.gave_up:
+        return True  # the scheduler's own filter timeout may answer either way
+    expected = {Status.ALLOCATED: "bound", Status.UNFIT: "unschedulable",
+                Status.NODE_ERROR: "unschedulable", Status.ERROR: "error"}[outcome.status]
+    return expected == verdict.outcome
+
+
+def test_draq_and_the_scheduler_agree_on_random_scenarios(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str) -> None:
+    trials.create_cluster_objects(api, scenarios.device_classes())
+    gates = cluster_gates(control_plane)
+    disagreements: list[str] = []
+    tally: dict[str, int] = {}
+    for start in range(0, TRIALS, BATCH):
+        batch = [scenarios.trial(SEED, i) for i in range(start, min(start + BATCH, TRIALS))]
+        for trial in batch:
+            trials.submit(api, namespace, trial)
+        nodesim.adopt(t.node_name for t in batch)
+        verdicts = trials.await_verdicts(api, namespace, [t.pod["metadata"]["name"] for t in batch])
+        for trial in batch:
+            verdict = verdicts[trial.pod["metadata"]["name"]]
+            outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
+            tally[verdict.outcome] = tally.get(verdict.outcome, 0) + 1
+            if not agrees(outcome, verdict):
+                disagreements.append(
+                    f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
+                    f"draq {outcome.status.value} ({outcome.message})\n{trial.describe()}")
+    print(f"\n{TRIALS} trials, scheduler verdicts: {tally}")
+    assert tally.get("pending", 0) == 0, "some pods got no verdict from the scheduler in time"
+    assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
+    assert not disagreements, f"{len(disagreements)} disagreements; first:\n" + disagreements[0]
