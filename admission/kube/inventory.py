@@ -48,7 +48,8 @@ def summarise_slices(slices: list[dict[str, Any]]) -> list[NodeDevices]:
 
 def list_resource_slices(api: client.ApiClient) -> list[dict[str, Any]]:
     custom = client.CustomObjectsApi(api)
-    listing: dict[str, Any] = custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")
+    listing = custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")
+    assert isinstance(listing, dict)
     return list(listing["items"])
 
 
