@@ -1,0 +1,101 @@
+"""`draq webhook`: serve draq's admission webhooks over TLS against the current kubeconfig."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
+
+from admission.core.errors import DraqError, InvalidInput
+from admission.core.gating import DEFAULT_DRAQ_USER
+from admission.webhook.configurations import WebhookTarget, configurations
+from admission.webhook.service import WebhookSettings, serve_forever
+
+HELP = "serve draq's mutating and validating admission webhooks over TLS"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
+                        "then the in-cluster service account)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=9443, help="port to listen on (default 9443)")
+    parser.add_argument("--namespace", default="draq-system",
+                        help="draq's namespace: holds the CA Secret, never under the webhooks")
+    parser.add_argument("--draq-user", default=DEFAULT_DRAQ_USER,
+                        help=f"the only user allowed to remove the gate (default {DEFAULT_DRAQ_USER})")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--url", help="base URL the API server calls, e.g. https://127.0.0.1:9443")
+    target.add_argument("--service", default="draq-webhook",
+                        help="Service (in --namespace) the API server calls (default draq-webhook)")
+    parser.add_argument("--service-port", type=int, default=443)
+    parser.add_argument("--cert-host", action="append", default=[],
+                        help="DNS name or IP for draq's serving certificate (repeatable; default: the "
+                             "Service's DNS names, or the --url host)")
+    parser.add_argument("--cert-file", type=Path, help="serve this certificate (watched and reloaded)")
+    parser.add_argument("--key-file", type=Path, help="key of --cert-file")
+    parser.add_argument("--ca-file", type=Path, help="CA of --cert-file, published as caBundle")
+    parser.add_argument("--no-configurations", action="store_true",
+                        help="do not create or update the webhook configurations")
+    parser.add_argument("--print-configurations", action="store_true",
+                        help="print the webhook configurations as YAML manifests and exit")
+    parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def settings_from(args: argparse.Namespace) -> WebhookSettings:
+    if bool(args.cert_file) != bool(args.key_file):
+        raise InvalidInput("draq webhook", "--cert-file/--key-file", "give both or neither")
+    if not 0 <= args.port <= 65535:
+        raise InvalidInput("draq webhook", "--port", f"{args.port} is not a TCP port")
+    if args.url:
+        parsed = urlparse(args.url)
+        if parsed.scheme != "https" or not parsed.hostname:
+            raise InvalidInput("draq webhook", "--url", f"{args.url!r} is not an https:// URL with a host")
+        target = WebhookTarget(url=args.url)
+        hosts = args.cert_host or [parsed.hostname]
+    else:
+        target = WebhookTarget(service_namespace=args.namespace, service_name=args.service,
+                               service_port=args.service_port)
+        hosts = args.cert_host or [f"{args.service}.{args.namespace}.svc",
+                                   f"{args.service}.{args.namespace}.svc.cluster.local"]
+    for host in hosts:
+        _check_host(host)
+    return WebhookSettings(
+        kubeconfig=args.kubeconfig, context=args.context, host=args.host, port=args.port,
+        namespace=args.namespace, draq_user=args.draq_user, target=target, cert_hosts=tuple(hosts),
+        cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
+        manage_configurations=not args.no_configurations,
+    )
+
+
+def _check_host(host: str) -> None:
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    labels = host.split(".")
+    if not host or len(host) > 253 or not all(0 < len(label) <= 63 for label in labels):
+        raise InvalidInput("draq webhook", "--cert-host", f"{host!r} is neither an IP address nor a DNS name")
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if args.print_configurations:
+        bundle = settings.ca_file.read_bytes() if settings.ca_file else b""
+        documents = configurations(settings.target, bundle, settings.namespace, settings.draq_user)
+        yaml.safe_dump_all(documents, sys.stdout, sort_keys=False)
+        return 0
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(serve_forever(settings))
+    except OSError as err:
+        raise DraqError(f"cannot serve on {settings.host}:{settings.port}: {err.strerror or err}") from err
+    return 0

@@ -1,0 +1,84 @@
+"""HTTP handlers: bytes of an AdmissionReview in, an AdmissionReview out, always with HTTP 200.
+
+Whatever arrives (not JSON, too deep, wrong shapes) gets a well-formed AdmissionReview back; a
+malformed one is denied with code 400. A bug in a decision is logged and answered with a denial
+that says so, never with an HTTP 500 the API server could only report as "webhook failed".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from admission.core.admission_review import (
+    AdmissionRequest,
+    Decision,
+    MalformedReview,
+    ObjectRef,
+    malformed_response,
+    parse_review,
+    render_response,
+    request_uid,
+)
+from admission.core.gating import GatingPolicy, Lookups, mutate, validate
+
+log = logging.getLogger(__name__)
+Decide = Callable[[AdmissionRequest], Decision]
+
+
+class Refresher(Protocol):
+    async def refresh(self, refs: tuple[ObjectRef, ...]) -> bool: ...
+
+
+class AdmissionHandlers:
+    def __init__(self, lookups: Lookups, policy: GatingPolicy, refresher: Refresher | None = None) -> None:
+        self._lookups = lookups
+        self._policy = policy
+        self._refresher = refresher
+
+    async def mutate(self, request: web.Request) -> web.Response:
+        return await self._review(request, lambda r: mutate(r, self._lookups))
+
+    async def validate(self, request: web.Request) -> web.Response:
+        return await self._review(request, lambda r: validate(r, self._lookups, self._policy))
+
+    async def _review(self, request: web.Request, decide: Decide) -> web.Response:
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _reply(malformed_response("", "the body is larger than the webhook accepts"))
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError) as err:
+            return _reply(malformed_response("", f"the body is not JSON ({type(err).__name__})"))
+        uid = request_uid(document)
+        try:
+            review = parse_review(document)
+        except MalformedReview as err:
+            return _reply(malformed_response(uid, str(err)))
+        return _reply(render_response(uid, await self._decide(review, decide)))
+
+    async def _decide(self, review: AdmissionRequest, decide: Decide) -> Decision:
+        try:
+            decision = decide(review)
+            if decision.missing and self._refresher is not None and await self._refresher.refresh(
+                decision.missing
+            ):
+                decision = decide(review)
+            return decision
+        except Exception:
+            log.exception("deciding on %s (uid %s) failed", review.describe(), review.uid)
+            return Decision.deny(
+                f"draq could not decide on {review.describe()} because of an internal error; "
+                "the webhook's log has the details",
+                "InternalError",
+                500,
+            )
+
+
+def _reply(document: dict[str, Any]) -> web.Response:
+    return web.Response(body=json.dumps(document, separators=(",", ":")), content_type="application/json")

@@ -1,0 +1,163 @@
+"""A small asynchronous Kubernetes API client for the webhook: JSON in, JSON out, over aiohttp.
+
+Credentials come from the `kubernetes` package's kubeconfig / in-cluster loaders (which handle
+client certificates, tokens and exec plugins); requests go through one aiohttp session, and
+responses stay plain dicts (no model objects: decoding those is the expensive part).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from admission.core.errors import DraqError
+
+
+class KubeApiError(DraqError):
+    """The API answered with an error status; `status` is the HTTP status code."""
+
+    def __init__(self, method: str, path: str, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(f"{method} {path}: HTTP {status}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    host: str
+    ssl_context: ssl.SSLContext
+    configuration: Any  # kubernetes.client.Configuration: asked for a fresh token per request
+
+    def headers(self) -> dict[str, str]:
+        token = self.configuration.get_api_key_with_prefix("authorization")
+        return {"Authorization": token} if token else {}
+
+
+def load_credentials(kubeconfig: Path | None = None, context: str | None = None) -> Credentials:
+    """From a kubeconfig file (or `$KUBECONFIG`, `~/.kube/config`), else the in-cluster account."""
+    configuration = k8s_client.Configuration()
+    try:
+        if kubeconfig is None and _in_cluster():
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=str(kubeconfig) if kubeconfig else None,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+    except (k8s_config.ConfigException, OSError) as err:
+        raise DraqError(f"kubeconfig {kubeconfig or '(default)'}: {err}") from err
+    context_ = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if not configuration.verify_ssl:
+        context_.check_hostname = False
+        context_.verify_mode = ssl.CERT_NONE
+    if configuration.cert_file:
+        context_.load_cert_chain(configuration.cert_file, configuration.key_file)
+    return Credentials(configuration.host.rstrip("/"), context_, configuration)
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not os.environ.get("KUBECONFIG") and not (
+        Path.home() / ".kube" / "config"
+    ).exists()
+
+
+class KubeApi:
+    """GET / list / watch / create / patch with plain JSON; one session for the process."""
+
+    def __init__(self, credentials: Credentials, timeout: float = 30.0) -> None:
+        self._credentials = credentials
+        self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> KubeApi:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(ssl=self._credentials.ssl_context, limit=16)
+            self._session = aiohttp.ClientSession(connector=connector)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def request(
+        self, method: str, path: str, body: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None, content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        headers = {**self._credentials.headers(), "Accept": "application/json"}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body)
+        timeout = aiohttp.ClientTimeout(total=self._timeout)
+        async with self._http().request(
+            method, self._credentials.host + path, data=data, params=params, headers=headers, timeout=timeout
+        ) as response:
+            text = await response.text()
+            if response.status >= 400:
+                raise KubeApiError(method, path, response.status, _status_message(text))
+            result = json.loads(text) if text else {}
+            return result if isinstance(result, dict) else {}
+
+    async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return await self.request("GET", path, params=params)
+
+    async def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.request("POST", path, body)
+
+    async def merge_patch(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.request("PATCH", path, body, content_type="application/merge-patch+json")
+
+    async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.request("PUT", path, body)
+
+    async def delete(self, path: str) -> dict[str, Any]:
+        return await self.request("DELETE", path)
+
+    async def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[
+        dict[str, Any]
+    ]:
+        """Watch events (`{"type": ..., "object": ...}`) from a resourceVersion until the server ends it."""
+        params = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
+        async with self._http().get(
+            self._credentials.host + path, params=params, headers=self._credentials.headers(), timeout=timeout
+        ) as response:
+            if response.status >= 400:
+                raise KubeApiError("WATCH", path, response.status, _status_message(await response.text()))
+            buffer = b""
+            async for chunk in response.content.iter_any():
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    event = json.loads(line) if line.strip() else None
+                    if isinstance(event, dict):
+                        yield event
+
+
+def _status_message(text: str) -> str:
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return text[:300]
+    return str(status.get("message", text[:300])) if isinstance(status, dict) else text[:300]

@@ -1,0 +1,50 @@
+"""The webhook server: aiohttp over TLS, serving /mutate, /validate, /healthz and /readyz."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from admission.webhook.configurations import MUTATE_PATH, VALIDATE_PATH
+from admission.webhook.handlers import AdmissionHandlers
+
+# The API server caps requests at 3 MiB; an AdmissionReview carries up to two copies of an object.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def build_app(handlers: AdmissionHandlers) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app.router.add_post(MUTATE_PATH, handlers.mutate)
+    app.router.add_post(VALIDATE_PATH, handlers.validate)
+    app.router.add_get("/healthz", _ok)
+    app.router.add_get("/readyz", _ok)
+    return app
+
+
+async def _ok(_: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+@dataclass
+class RunningServer:
+    runner: web.AppRunner
+    port: int
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start_server(
+    app: web.Application, ssl_context: ssl.SSLContext, host: str = "0.0.0.0", port: int = 9443
+) -> RunningServer:
+    """Listen over TLS; port 0 picks a free port (returned)."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=512, reuse_address=True)
+    await site.start()
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    return RunningServer(runner, int(bound))

@@ -1,0 +1,136 @@
+"""`draq webhook` as a whole: cache, certificates, server and configurations, started and stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from admission.core.gating import DEFAULT_DRAQ_USER, GatingPolicy
+from admission.webhook.cache import ClusterCache
+from admission.webhook.configurations import WebhookTarget, configurations
+from admission.webhook.handlers import AdmissionHandlers
+from admission.webhook.kube_api import KubeApi, load_credentials
+from admission.webhook.publisher import ConfigurationPublisher
+from admission.webhook.rotation import SecretCA, ServingCertRotator
+from admission.webhook.server import RunningServer, build_app, start_server
+from admission.webhook.tls import CertFileWatcher, ServingTLS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """Everything `draq webhook` can be told."""
+
+    kubeconfig: Path | None = None
+    context: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 9443
+    # draq's namespace: the CA Secret lives here, and it is never under the webhooks.
+    namespace: str = "draq-system"
+    # The user allowed to remove the gate (draq's operator).
+    draq_user: str = DEFAULT_DRAQ_USER
+    # How the API server reaches this process (url, or a Service).
+    target: WebhookTarget = field(default_factory=lambda: WebhookTarget(
+        service_namespace="draq-system", service_name="draq-webhook"))
+    # DNS names / IPs for draq's own serving certificate.
+    cert_hosts: tuple[str, ...] = ("draq-webhook.draq-system.svc", "127.0.0.1")
+    # Externally provided certificates (e.g. cert-manager): used and watched instead of draq's CA.
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    ca_file: Path | None = None
+    # Create and keep current the webhook configurations (with the caBundle).
+    manage_configurations: bool = True
+    resync_seconds: float = 60.0
+
+
+class WebhookService:
+    def __init__(self, settings: WebhookSettings) -> None:
+        self.settings = settings
+        self.api = KubeApi(load_credentials(settings.kubeconfig, settings.context))
+        self.cache = ClusterCache(self.api)
+        self.tls = ServingTLS()
+        self.server: RunningServer | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._bundle: Callable[[], Awaitable[bytes]] | None = None
+
+    async def start(self) -> int:
+        """Serve; returns the bound port once the cache is synced and requests are answered."""
+        settings = self.settings
+        await self.cache.start()
+        await self._start_certificates()
+        handlers = AdmissionHandlers(self.cache, GatingPolicy(settings.draq_user), self.cache)
+        self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port)
+        if settings.manage_configurations:
+            publisher = ConfigurationPublisher(self.api, lambda bundle: configurations(
+                settings.target, bundle, settings.namespace, settings.draq_user))
+            await self._publish(publisher)
+            self._spawn(self._keep_published(publisher))
+        log.info("serving admission webhooks on %s:%d", settings.host, self.server.port)
+        return self.server.port
+
+    async def _start_certificates(self) -> None:
+        settings = self.settings
+        if settings.cert_file and settings.key_file:
+            watcher = CertFileWatcher(self.tls, settings.cert_file, settings.key_file)
+            watcher.load()
+            self._spawn(watcher.run())
+            ca_file = settings.ca_file
+            self._bundle = (lambda: asyncio.to_thread(ca_file.read_bytes)) if ca_file else _no_bundle
+            return
+        ca = await SecretCA(self.api, settings.namespace).load_or_create()
+        rotator = ServingCertRotator(ca, settings.cert_hosts, self.tls)
+        rotator.ensure_current()
+        self._spawn(rotator.run())
+        self._bundle = lambda: _constant(ca.cert_pem)
+
+    async def _publish(self, publisher: ConfigurationPublisher) -> None:
+        assert self._bundle is not None
+        await publisher.apply(await self._bundle())
+
+    async def _keep_published(self, publisher: ConfigurationPublisher) -> None:
+        while True:
+            await asyncio.sleep(self.settings.resync_seconds)
+            try:
+                publisher.forget()
+                await self._publish(publisher)
+            except Exception as err:  # the API may be briefly away; the next round tries again
+                log.warning("keeping the webhook configurations current: %s", err)
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        self._tasks.append(asyncio.ensure_future(work))
+
+    async def stop(self, remove_configurations: bool = False) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if remove_configurations:
+            with contextlib.suppress(Exception):
+                await ConfigurationPublisher(self.api, lambda bundle: configurations(
+                    self.settings.target, bundle, self.settings.namespace, self.settings.draq_user)).delete()
+        if self.server is not None:
+            await self.server.stop()
+        await self.cache.stop()
+        await self.api.close()
+        self.tls.close()
+
+
+async def _no_bundle() -> bytes:
+    return b""
+
+
+async def _constant(value: bytes) -> bytes:
+    return value
+
+
+async def serve_forever(settings: WebhookSettings) -> None:
+    service = WebhookService(settings)
+    try:
+        await service.start()
+        await asyncio.Event().wait()
+    finally:
+        await service.stop()
