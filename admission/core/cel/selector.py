@@ -1,0 +1,148 @@
+"""DRA device selectors: compile once (cached), evaluate per device, memoise per values read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Final
+
+from admission.core.cel.compiler import CompiledTree, Environment, Slot
+from admission.core.cel.device import MISSING, DeviceLike, DeviceView, device_fields
+from admission.core.cel.errors import CelCompileError, CelRuntimeError
+from admission.core.cel.frontend import compile_checked
+from admission.core.cel.runtime import COST_LIMIT, Context
+from admission.core.cel.types import BOOL, DEVICE
+
+MEMO_SIZE: Final = 4096
+_ABSENT: Final = object()
+
+
+class _Failure:
+    """A memoised runtime error: re-raised with the same message on every hit."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+Extractor = Callable[[DeviceLike], "tuple[tuple[object, ...], tuple[object, ...]]"]
+
+
+class Program:
+    """A compiled selector. `evaluate(device)` is True, False, or raises CelRuntimeError."""
+
+    def __init__(self, expression: str, compiled: CompiledTree, allow_multiple_allocations: bool,
+                 list_attributes: bool, memoise: bool = True) -> None:
+        self.expression = expression
+        self._run = compiled.run
+        self._extract = _extractor(compiled.slots)
+        self._direct = compiled.reads_device_directly
+        self._allow_multiple = allow_multiple_allocations
+        self._lists = list_attributes
+        self._cache: dict[object, object] | None = {} if memoise and not self._direct else None
+
+    @property
+    def memoised(self) -> bool:
+        return self._cache is not None
+
+    def without_memo(self) -> Program:
+        """The same program evaluating every device afresh (for measurements and tests)."""
+        clone = Program.__new__(Program)
+        clone.__dict__.update(self.__dict__)
+        clone._cache = None
+        return clone
+
+    def evaluate(self, device: DeviceLike) -> bool:
+        slots, key = self._extract(device)
+        cache = self._cache
+        if cache is None:
+            return self._evaluate(device, slots)
+        hit = cache.get(key, _ABSENT)
+        if hit is True or hit is False:
+            return hit
+        if hit is not _ABSENT:
+            raise CelRuntimeError(hit.message)  # type: ignore[attr-defined]
+        if len(cache) >= MEMO_SIZE:
+            del cache[next(iter(cache))]
+        try:
+            result = self._evaluate(device, slots)
+        except CelRuntimeError as error:
+            cache[key] = _Failure(str(error))
+            raise
+        cache[key] = result
+        return result
+
+    def _evaluate(self, device: DeviceLike, slots: tuple[object, ...]) -> bool:
+        variables: dict[str, object] = {}
+        if self._direct:
+            variables["device"] = DeviceView(device, self._allow_multiple, self._lists)
+        context = Context(variables, slots, COST_LIMIT)
+        try:
+            result = self._run(context)
+        except RecursionError:
+            raise CelRuntimeError("expression nested too deeply to evaluate") from None
+        if result is True or result is False:
+            return result
+        raise CelRuntimeError(f"selector result must be bool, got {type(result).__name__} ({result!r})")
+
+    def __repr__(self) -> str:
+        return f"Program({self.expression!r})"
+
+
+@lru_cache(maxsize=1024)
+def compile_selector(expression: str, *, allow_multiple_allocations: bool = False,
+                     list_attributes: bool = False) -> Program:
+    """Compile a DRA device selector (cached per expression and options)."""
+    env = Environment(
+        variables={"device": DEVICE},
+        object_fields={DEVICE: device_fields(allow_multiple_allocations)},
+        disabled_functions=frozenset() if list_attributes else frozenset({"includes"}),
+        device_variable="device",
+        list_attributes=list_attributes,
+    )
+    compiled = compile_checked(expression, env)
+    if not (compiled.type.is_dyn or compiled.type == BOOL):
+        raise CelCompileError(f"compilation failed: ERROR: <input>:1:1: selector must evaluate to bool, "
+                              f"not {compiled.type}\n | {expression.splitlines()[0] if expression else ''}"
+                              f"\n | ^")
+    return Program(expression, compiled, allow_multiple_allocations, list_attributes)
+
+
+def _key_part(value: object) -> object:
+    """Values that Python would confuse (True and 1) stay apart in a memo key."""
+    if type(value) is bool:
+        return (bool, value)
+    if type(value) is tuple:
+        return (tuple, tuple(_key_part(v) for v in value))
+    return value
+
+
+def _extractor(slots: tuple[Slot, ...]) -> Extractor:
+    """Generate a function reading every slot of a device, and the memo key made of those values."""
+    lines = ["def extract(device):"]
+    names = []
+    for position, slot in enumerate(slots):
+        name = f"v{position}"
+        names.append(name)
+        if slot.field == "driver":
+            lines.append(f"    {name} = device.driver")
+        elif slot.field == "allowMultipleAllocations":
+            lines.append(f"    {name} = device.allow_multiple_allocations")
+        else:
+            lines.append(f"    d = device.{slot.field}.get({slot.domain!r})")
+            lines.append(f"    {name} = MISSING if d is None else d.get({slot.name!r}, MISSING)")
+    values = "".join(f"{n}, " for n in names)
+    attribute_keys = [f"key_part({n})" if s.field == "attributes" else n
+                      for n, s in zip(names, slots, strict=True)]
+    lines.append(f"    return ({values}), ({''.join(k + ', ' for k in attribute_keys)})")
+    namespace: dict[str, object] = {"MISSING": MISSING, "key_part": _key_part_fast}
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated from validated slot names via repr()
+    return namespace["extract"]  # type: ignore[return-value]
+
+
+def _key_part_fast(value: object) -> object:
+    kind = type(value)
+    if kind is str or kind is int:
+        return value
+    return _key_part(value)
