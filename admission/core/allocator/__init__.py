@@ -11,12 +11,15 @@ from admission.core.allocator.errors import (
     MissingDeviceClass,
     NodeAllocationError,
 )
+from admission.core.allocator.explain import Explanation, RequestExplanation, explain, explain_best
+from admission.core.allocator.gang import GangMember, GangPlan, members_for, place_gang, pod_claims
 from admission.core.allocator.inventory import Inventory, NodeView, PoolView
 from admission.core.allocator.results import allocation_to_manifest
 from admission.core.allocator.usage import Usage
 
 __all__ = [
-    "DEFAULT_BUDGET", "INVALID_POOLS", "AllocationError", "Allocator", "Inventory", "MissingDeviceClass",
-    "NodeAllocationError", "NodeView", "Outcome", "PoolView", "Snapshot", "Status", "Usage",
-    "allocation_to_manifest",
+    "DEFAULT_BUDGET", "INVALID_POOLS", "AllocationError", "Allocator", "Explanation", "GangMember", "GangPlan",
+    "Inventory", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
+    "RequestExplanation", "Snapshot", "Status", "Usage", "allocation_to_manifest", "explain", "explain_best",
+    "members_for", "place_gang", "pod_claims",
 ]

@@ -101,9 +101,9 @@ class NodeSearch:
 
     def prepare(self, claims: Sequence[ResourceClaim]) -> None:
         """Section 4, in claim and request order; raises AllocationError for unusable requests."""
-        self.plans = [self._plan(claim) for claim in claims]
+        self.plans = [self.plan_claim(claim) for claim in claims]
 
-    def _plan(self, claim: ResourceClaim) -> ClaimPlan:
+    def plan_claim(self, claim: ResourceClaim) -> ClaimPlan:
         owner = f"claim {claim.key}"
         trackers = [ConstraintTracker(c, self.gates) for c in claim.spec.constraints]
         requests: list[list[Alternative]] = []
@@ -166,9 +166,13 @@ class NodeSearch:
             if pool.invalid is not None:
                 raise AllocationError(f"{where}: asks for all devices, but resource pool {pool.id} "
                                       "is currently invalid")
+        # From 1.35 on, devices whose remaining capacity cannot serve the request are left out;
+        # 1.34 listed them and then failed to take them.
+        check_capacity = self.gates.minor >= 35
         chosen = []
         for device in self.view.devices:
-            if self.selectable(owner, alternative, device) and self._capacity_admits(alternative, device):
+            if self.selectable(owner, alternative, device) and (
+                    not check_capacity or self._capacity_admits(alternative, device)):
                 chosen.append(device)
         return chosen
 
