@@ -38,7 +38,7 @@ from admission.core.cel.types import (
     map_of,
     optional_of,
 )
-from admission.core.cel.values import CelType, UInt, compare, equal
+from admission.core.cel.values import CelType, Optional, UInt, compare, equal, kind
 
 _NOT_CONSTANT = object()
 _TYPE_NAMES = ("int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type")
@@ -255,9 +255,8 @@ class _Compiler:
         operand, key = self.compile(node.operand), self.compile(node.index)
         static = operand.type.params[0] if node.optional and operand.type.name == "optional_type" \
             else operand.type
-        if static.name == "list" and not (key.type.is_dyn or key.type in NUMERIC):
-            self.error(node.pos, f"found no matching overload for '_[_]' applied to '({static}, {key.type})'")
-        elif not (static.is_dyn or static.name in ("list", "map")):
+        bad_list_index = static.name == "list" and not (key.type.is_dyn or key.type in NUMERIC)
+        if bad_list_index or not (static.is_dyn or static.name in ("list", "map")):
             self.error(node.pos, f"found no matching overload for '_[_]' applied to '({static}, {key.type})'")
         run, key_run = operand.run, key.run
         if node.optional:
@@ -281,7 +280,7 @@ class _Compiler:
             for run, optional in runs:
                 value = run(c)
                 if optional:
-                    if not isinstance(value, rt.Optional):
+                    if not isinstance(value, Optional):
                         raise CelRuntimeError("optional list element is not an optional value")
                     if value.present:
                         out.append(value.value)
@@ -304,7 +303,7 @@ class _Compiler:
             for key_run, value_run, optional in runs:
                 key, value = key_run(c), value_run(c)
                 if optional:
-                    if not isinstance(value, rt.Optional):
+                    if not isinstance(value, Optional):
                         raise CelRuntimeError("optional map entry is not an optional value")
                     if not value.present:
                         continue
@@ -389,7 +388,7 @@ class _Compiler:
                 return yes(c)
             if flag is False:
                 return no(c)
-            raise CelRuntimeError(f"no such overload: _?_:_ applied to a condition of type {rt.kind(flag)}")
+            raise CelRuntimeError(f"no such overload: _?_:_ applied to a condition of type {kind(flag)}")
         return Code(join([when_true.type, when_false.type]), choose)
 
     def equality(self, node: ast.Call) -> Code:
@@ -566,7 +565,7 @@ def _or(left: Closure, right: Closure) -> Closure:
 
 
 def _logic_error(name: str, a: object, b: object) -> object:
-    raise CelRuntimeError(f"no such overload: {name}({rt.kind(a)}, {rt.kind(b)})")
+    raise CelRuntimeError(f"no such overload: {name}({kind(a)}, {kind(b)})")
 
 
 class _Loop:
@@ -610,7 +609,7 @@ class _Loop:
             if outcome is stop_on:
                 return stop_on
             if outcome is not (not stop_on):
-                pending = pending or CelRuntimeError(f"no such overload: predicate of type {rt.kind(outcome)}")
+                pending = pending or CelRuntimeError(f"no such overload: predicate of type {kind(outcome)}")
         if pending is not None:
             raise CelRuntimeError(str(pending))
         return not stop_on

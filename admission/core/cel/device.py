@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Final, Protocol, Union
+from typing import Final, Protocol
 
 from admission.core.cel.errors import CelRuntimeError
 from admission.core.cel.types import BOOL, DYN, QUANTITY, STRING, Type, map_of
 from admission.core.quantity import Quantity
 from admission.core.semver import Semver
 
-AttributeValue = Union[int, bool, str, Semver, tuple["AttributeValue", ...]]
+AttributeValue = int | bool | str | Semver | tuple["AttributeValue", ...]
 
 
 class DeviceLike(Protocol):
@@ -63,7 +63,7 @@ def unsupported_list(name: str) -> CelRuntimeError:
 class AttributeMap(Mapping[str, object]):
     """One domain's attributes; a list value is an error unless list attributes are enabled."""
 
-    __slots__ = ("_values", "_lists")
+    __slots__ = ("_lists", "_values")
 
     def __init__(self, values: Mapping[str, object], lists: bool) -> None:
         self._values = values
@@ -88,7 +88,7 @@ class AttributeMap(Mapping[str, object]):
 class DomainMap(Mapping[str, Mapping[str, object]]):
     """domain -> names; an unknown domain is an empty map, as in Kubernetes."""
 
-    __slots__ = ("_domains", "_lists", "_attributes")
+    __slots__ = ("_attributes", "_domains", "_lists")
 
     def __init__(self, domains: Mapping[str, Mapping[str, object]], attributes: bool, lists: bool) -> None:
         self._domains = domains

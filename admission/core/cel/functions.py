@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from admission.core.cel.errors import CelRuntimeError
 from admission.core.cel.types import DYN, Type, assignable, element, parse_type, runtime_kind
@@ -12,6 +12,7 @@ from admission.core.cel.values import kind
 
 Impl = Callable[..., Any]
 ResultRule = Callable[[Sequence[Type]], Type]
+F = TypeVar("F", bound=Impl)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +28,12 @@ class Overload:
 FUNCTIONS: dict[str, list[Overload]] = {}
 
 
-def define(name: str, signature: str, result: str, *, member: bool = False) -> Callable[[Impl], Impl]:
+def define(name: str, signature: str, result: str, *, member: bool = False) -> Callable[[F], F]:
     """Register an implementation. `signature` lists parameter types (receiver first for methods);
     `result` is a type, `$N` (the type of argument N) or `$eN` (its element type)."""
     params = tuple(parse_type(p) for p in _split(signature))
 
-    def register(impl: Impl) -> Impl:
+    def register(impl: F) -> F:
         overload = Overload(name, member, params, _result_rule(result), impl,
                             tuple(runtime_kind(p) for p in params))
         FUNCTIONS.setdefault(name, []).append(overload)

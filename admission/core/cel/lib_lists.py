@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 from admission.core.cel.errors import CelRuntimeError
 from admission.core.cel.functions import define
@@ -15,14 +16,14 @@ Items = tuple[object, ...]
 def _ordered(items: Items) -> None:
     kinds = {kind(item) for item in items}
     numeric = kinds <= {"int", "uint", "double"}
-    if len(kinds) > 1 and not numeric or kinds - {"int", "uint", "double", "string", "bytes", "bool"}:
+    if (len(kinds) > 1 and not numeric) or kinds - {"int", "uint", "double", "string", "bytes", "bool"}:
         raise CelRuntimeError(f"list elements are not comparable: {', '.join(sorted(kinds))}")
 
 
 @define("isSorted", "list(dyn)", "bool", member=True)
 def _is_sorted(items: Items) -> bool:
     _ordered(items)
-    return all(compare(a, b) <= 0 for a, b in zip(items, items[1:], strict=False))
+    return all(compare(a, b) <= 0 for a, b in pairwise(items))
 
 
 @define("sum", "list(dyn)", "$e0", member=True)

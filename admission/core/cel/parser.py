@@ -54,7 +54,7 @@ class _Parser:
 
     def at(self, text: str) -> bool:
         token = self.peek()
-        return token.kind == "punct" and token.text == text or token.kind == "ident" and token.text == text
+        return (token.kind == "punct" and token.text == text) or (token.kind == "ident" and token.text == text)
 
     def expect(self, text: str) -> Token:
         if not self.at(text):
@@ -273,7 +273,7 @@ class _Parser:
             assert isinstance(variable, ast.Ident)
             return ast.Bind(pos, variable.name, args[1], args[2])
         arity = _ONE_VAR_MACROS.get(name)
-        if arity is not None and (len(args) == arity or isinstance(arity, tuple) and len(args) in arity):
+        if arity is not None and (len(args) == arity or (isinstance(arity, tuple) and len(args) in arity)):
             if name != "map" and len(args) == 3:
                 pass  # two-variable form, handled below
             else:

@@ -94,10 +94,9 @@ def index_optional(container: object, key: object) -> Optional:
 
 def _list_position(key: object) -> int:
     key_kind = kind(key)
-    if key_kind in ("int", "uint"):
-        return int(key)  # type: ignore[call-overload]
-    if key_kind == "double" and float(key).is_integer():  # type: ignore[arg-type]
-        return int(key)  # type: ignore[call-overload]
+    if key_kind in ("int", "uint") or (key_kind == "double" and float(key).is_integer()):  # type: ignore[arg-type]
+        assert isinstance(key, (int, float))
+        return int(key)
     raise CelRuntimeError(f"invalid list index of type {key_kind}: {key}")
 
 

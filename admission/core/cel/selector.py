@@ -137,7 +137,7 @@ def _extractor(slots: tuple[Slot, ...]) -> Extractor:
                       for n, s in zip(names, slots, strict=True)]
     lines.append(f"    return ({values}), ({''.join(k + ', ' for k in attribute_keys)})")
     namespace: dict[str, object] = {"MISSING": MISSING, "key_part": _key_part_fast}
-    exec("\n".join(lines), namespace)  # noqa: S102 - generated from validated slot names via repr()
+    exec("\n".join(lines), namespace)
     return namespace["extract"]  # type: ignore[return-value]
 
 

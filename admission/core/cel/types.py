@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ def join(types: list[Type]) -> Type:
     return first if all(t == first for t in types[1:]) else DYN
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse_type(text: str) -> Type:
     """Parse a signature type such as `int`, `list(dyn)` or `map(string, dyn)`."""
     text = text.strip()

@@ -151,7 +151,8 @@ def compare(left: object, right: object) -> int:
         assert isinstance(left, (int, float)) and isinstance(right, (int, float))
     elif lk != rk or lk not in ("string", "bytes", "bool"):
         raise TypeError(f"no such overload: {lk} < {rk}")
-    return (left > right) - (left < right)  # type: ignore[operator]
+    result: int = (left > right) - (left < right)  # type: ignore[operator]
+    return result
 
 
 def is_nan(value: object) -> bool:
