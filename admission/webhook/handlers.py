@@ -51,16 +51,10 @@ class AdmissionHandlers:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _reply(malformed_response("", "the body is larger than the webhook accepts"))
-        try:
-            document = json.loads(body)
-        except (ValueError, RecursionError) as err:
-            return _reply(malformed_response("", f"the body is not JSON ({type(err).__name__})"))
-        uid = request_uid(document)
-        try:
-            review = parse_review(document)
-        except MalformedReview as err:
-            return _reply(malformed_response(uid, str(err)))
-        return _reply(render_response(uid, await self._decide(review, decide)))
+        review = read_review(body)
+        if not isinstance(review, AdmissionRequest):
+            return _reply(review)
+        return _reply(render_response(review.uid, await self._decide(review, decide)))
 
     async def _decide(self, review: AdmissionRequest, decide: Decide) -> Decision:
         try:
@@ -78,6 +72,18 @@ class AdmissionHandlers:
                 "InternalError",
                 500,
             )
+
+
+def read_review(body: bytes) -> AdmissionRequest | dict[str, Any]:
+    """The request in a body, or the response that says why there is none."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as err:
+        return malformed_response("", f"the body is not JSON ({type(err).__name__})")
+    try:
+        return parse_review(document)
+    except MalformedReview as err:
+        return malformed_response(request_uid(document), str(err))
 
 
 def _reply(document: dict[str, Any]) -> web.Response:

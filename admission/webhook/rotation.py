@@ -100,11 +100,12 @@ class ServingCertRotator:
         self._clock = clock
         self._lifetime = lifetime
 
-    def ensure_current(self) -> bool:
-        """Install a fresh certificate if there is none, it is due, or it lacks a host; True if it did."""
+    def ensure_current(self, force: bool = False) -> bool:
+        """Install a fresh certificate if forced, there is none, it is due, or it lacks a host; True if it did."""
         now = self._clock()
         current = self._tls.current
-        if current is not None and not needs_renewal(current, now) and serves_hosts(current, self._hosts):
+        fresh = current is not None and not needs_renewal(current, now) and serves_hosts(current, self._hosts)
+        if fresh and not force:
             return False
         pair = (issue_serving(self.ca, self._hosts, now, self._lifetime) if self._lifetime
                 else issue_serving(self.ca, self._hosts, now))
