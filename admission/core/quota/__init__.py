@@ -1,0 +1,54 @@
+"""Quota: units, queues, what a pod group is charged, queue accounting and reconciliation.
+
+Pure: manifests and models in, charges and decisions out.
+"""
+
+from admission.core.quota.accounting import AccountingError, Admission, Decision, QueueState, UnitStatus
+from admission.core.quota.amounts import NONE, Amounts, format_amount
+from admission.core.quota.cel_programs import DraCel, device_selected
+from admission.core.quota.charging import (
+    ChargeLine,
+    ChargeResult,
+    GroupObjects,
+    Inventory,
+    Plan,
+    SelectionFilter,
+    charge_group,
+    extended_claim_id,
+    extended_resource_claim_spec,
+    extended_resource_class,
+    template_claim_id,
+)
+from admission.core.quota.device_values import CelCompiler, CompiledUnit, compile_unit, device_value
+from admission.core.quota.podgroup import (
+    Phase,
+    PlannedClaim,
+    PodGroup,
+    RecordedPlan,
+    charge_status,
+    parse_pod_group,
+    reconciliation_status,
+)
+from admission.core.quota.problems import Unchargeable
+from admission.core.quota.queues import (
+    ClusterQueue,
+    LabelSelector,
+    LocalQueue,
+    QueueingStrategy,
+    UnitQuota,
+    parse_cluster_queue,
+    parse_local_queue,
+)
+from admission.core.quota.reconcile import Difference, Reconciliation, reconcile
+from admission.core.quota.units import Counting, ExtendedResource, QuotaUnit, parse_quota_unit
+
+__all__ = [
+    "NONE", "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult",
+    "ClusterQueue", "CompiledUnit", "Counting", "Decision", "Difference", "DraCel", "ExtendedResource",
+    "GroupObjects", "Inventory", "LabelSelector", "LocalQueue", "Phase", "Plan", "PlannedClaim", "PodGroup",
+    "QueueState", "QueueingStrategy", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
+    "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "compile_unit",
+    "device_selected", "device_value", "extended_claim_id", "extended_resource_claim_spec",
+    "extended_resource_class", "format_amount", "parse_cluster_queue", "parse_local_queue",
+    "parse_pod_group", "parse_quota_unit", "reconcile", "reconciliation_status", "template_claim_id",
+]

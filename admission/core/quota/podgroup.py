@@ -1,0 +1,106 @@
+"""PodGroup: a gang with its recorded admission (charge and plan), parsed from and written to status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from admission.core.quota.amounts import NONE, Amounts, format_amount
+from admission.core.quota.reconcile import Reconciliation
+from admission.core.quota.units import check_kind
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    ADMITTED = "Admitted"
+    RUNNING = "Running"
+    FINISHED = "Finished"
+    EVICTED = "Evicted"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedClaim:
+    """A claim's planned devices: request -> `driver/pool/device` entries."""
+
+    name: str
+    devices: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedPlan:
+    nodes: tuple[tuple[str, str], ...] = ()  # pod name -> node
+    claims: tuple[PlannedClaim, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    min_member: int
+    queue: str
+    priority: int = 0
+    phase: Phase = Phase.PENDING
+    charge: Amounts = NONE
+    borrowed: Amounts = NONE
+    cluster_queue: str = ""
+    admitted_at: str = ""
+    plan: RecordedPlan = field(default_factory=RecordedPlan)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def holds_quota(self) -> bool:
+        """Admitted or running groups are charged to their ClusterQueue."""
+        return self.phase in (Phase.ADMITTED, Phase.RUNNING)
+
+
+def parse_pod_group(manifest: Mapping[str, Any], default_namespace: str = "default") -> PodGroup:
+    fields = check_kind(manifest, "PodGroup")
+    meta, spec, status = fields.map("metadata"), fields.map("spec"), fields.map("status")
+    min_member = spec.int("minMember", required=True)
+    if min_member < 1:
+        raise spec.fail("minMember", f"must be at least 1, got {min_member}")
+    phase = status.str("phase") or Phase.PENDING.value
+    if phase not in {p.value for p in Phase}:
+        raise status.fail("phase", f"unknown phase {phase!r}; expected one of " + ", ".join(p.value for p in Phase))
+    charge, borrowed = [], []
+    for entry in status.maps("charge"):
+        unit = entry.str("unit", required=True)
+        charge.append((unit, entry.quantity("amount").value))
+        if entry.has("borrowed"):
+            borrowed.append((unit, entry.quantity("borrowed").value))
+    plan = status.map("plan")
+    nodes = tuple((p.str("name", required=True), p.str("node")) for p in plan.maps("pods"))
+    claims = tuple(PlannedClaim(c.str("name", required=True),
+                                tuple((d.str("request", required=True), d.str("device", required=True))
+                                      for d in c.maps("devices")))
+                   for c in plan.maps("claims"))
+    return PodGroup(
+        namespace=meta.str("namespace") or default_namespace, name=meta.str("name", required=True),
+        min_member=min_member, queue=spec.str("queue", required=True), priority=spec.int("priority"),
+        phase=Phase(phase), charge=Amounts.of(charge), borrowed=Amounts.of(borrowed),
+        cluster_queue=status.str("clusterQueue"), admitted_at=status.str("admittedAt"),
+        plan=RecordedPlan(nodes, claims))
+
+
+def charge_status(charge: Amounts, borrowed: Amounts = NONE) -> list[dict[str, str]]:
+    """The `status.charge` list of a PodGroup."""
+    entries = []
+    for unit, amount in charge:
+        entry = {"unit": unit, "amount": format_amount(amount)}
+        if borrowed.get(unit):
+            entry["borrowed"] = format_amount(borrowed.get(unit))
+        entries.append(entry)
+    return entries
+
+
+def reconciliation_status(result: Reconciliation) -> list[dict[str, str]]:
+    """The `status.reconciliation` list of a PodGroup: one entry per unit that differs."""
+    return [{"unit": d.unit, "charged": format_amount(d.charged), "allocated": format_amount(d.allocated)}
+            for d in result.differences]
+
+
