@@ -500,7 +500,7 @@ def _comparable_for_equality(left: Type, right: Type) -> bool:
 
 def _restore(variables: dict[str, object], name: str, saved: object) -> None:
     if saved is _NOT_CONSTANT:
-        del variables[name]
+        variables.pop(name, None)
     else:
         variables[name] = saved
 
@@ -569,13 +569,18 @@ def _logic_error(name: str, a: object, b: object) -> object:
 
 
 class _Loop:
-    """Runs a comprehension body per element, charging the body's cost per iteration."""
+    """Runs a comprehension body per element, charging the body's cost per iteration.
+
+    Loop variables are bound in the context's variables and restored afterwards, also when the
+    loop stops early or fails.
+    """
 
     def __init__(self, variables: tuple[str, ...], two: bool, target: Closure, bodies: list[Closure],
                  cost: int) -> None:
         self.variables, self.two, self.target, self.bodies, self.cost = variables, two, target, bodies, cost
 
-    def iterate(self, c: Context) -> object:
+    def run(self, c: Context, step: Callable[[object], bool]) -> None:
+        """Call `step(first_variable)` per element until it returns True."""
         items = rt.iteration_items(self.target(c), self.two)
         first = self.variables[0]
         second = self.variables[1] if self.two else None
@@ -586,7 +591,8 @@ class _Loop:
                 c.vars[first] = key
                 if second is not None:
                     c.vars[second] = value
-                yield key, value
+                if step(key):
+                    return
         finally:
             for variable, old in zip(self.variables, saved, strict=True):
                 _restore(c.vars, variable, old)
@@ -599,49 +605,75 @@ class _Loop:
 
     def _quantifier(self, c: Context, stop_on: bool) -> object:
         predicate = self.bodies[0]
-        pending: CelRuntimeError | None = None
-        for _ in self.iterate(c):  # type: ignore[attr-defined]
+        pending: list[CelRuntimeError] = []
+        decided = [False]
+
+        def step(_: object) -> bool:
             try:
                 outcome = predicate(c)
             except CelRuntimeError as error:
-                pending = pending or error
-                continue
+                pending.append(error)
+                return False
             if outcome is stop_on:
-                return stop_on
+                decided[0] = True
+                return True
             if outcome is not (not stop_on):
-                pending = pending or CelRuntimeError(f"no such overload: predicate of type {kind(outcome)}")
-        if pending is not None:
-            raise CelRuntimeError(str(pending))
+                pending.append(CelRuntimeError(f"no such overload: predicate of type {kind(outcome)}"))
+            return False
+
+        self.run(c, step)
+        if decided[0]:
+            return stop_on
+        if pending:
+            raise CelRuntimeError(str(pending[0]))
         return not stop_on
 
     def exists_one(self, c: Context) -> object:
         predicate = self.bodies[0]
-        count = 0
-        for _ in self.iterate(c):  # type: ignore[attr-defined]
+        count = [0]
+
+        def step(_: object) -> bool:
             if rt.require_bool(predicate(c), "exists_one"):
-                count += 1
-        return count == 1
+                count[0] += 1
+            return False
+
+        self.run(c, step)
+        return count[0] == 1
 
     def filter(self, c: Context) -> object:
         predicate = self.bodies[0]
-        return tuple(key for key, _ in self.iterate(c)  # type: ignore[attr-defined]
-                     if rt.require_bool(predicate(c), "filter"))
+        kept: list[object] = []
+
+        def step(key: object) -> bool:
+            if rt.require_bool(predicate(c), "filter"):
+                kept.append(key)
+            return False
+
+        self.run(c, step)
+        return tuple(kept)
 
     def map(self, c: Context) -> object:
         transform = self.bodies[-1]
-        if len(self.bodies) == 2 and not self.two:
-            predicate = self.bodies[0]
-            return tuple(transform(c) for _ in self.iterate(c)  # type: ignore[attr-defined]
-                         if rt.require_bool(predicate(c), "map"))
-        if len(self.bodies) == 2:
-            predicate = self.bodies[0]
-            return tuple(transform(c) for _ in self.iterate(c)  # type: ignore[attr-defined]
-                         if rt.require_bool(predicate(c), "transformList"))
-        return tuple(transform(c) for _ in self.iterate(c))  # type: ignore[attr-defined]
+        predicate = self.bodies[0] if len(self.bodies) == 2 else None
+        mapped: list[object] = []
+
+        def step(_: object) -> bool:
+            if predicate is None or rt.require_bool(predicate(c), "map"):
+                mapped.append(transform(c))
+            return False
+
+        self.run(c, step)
+        return tuple(mapped)
 
     def transform_map(self, c: Context) -> object:
         transform = self.bodies[-1]
         predicate = self.bodies[0] if len(self.bodies) == 2 else None
-        pairs = [(key, transform(c)) for key, _ in self.iterate(c)  # type: ignore[attr-defined]
-                 if predicate is None or rt.require_bool(predicate(c), "transformMap")]
+        pairs: list[tuple[object, object]] = []
+
+        def step(key: object) -> bool:
+            if predicate is None or rt.require_bool(predicate(c), "transformMap"):
+                pairs.append((key, transform(c)))
+            return False
+
+        self.run(c, step)
         return rt.build_map(pairs)
