@@ -150,10 +150,18 @@ def mutate(request: AdmissionRequest, lookups: Lookups) -> Decision:
     queue = pod_queue(request.object, namespace_labels)
     pod = request.object
     if queue is None or pod is None or not isinstance(pod.get("spec"), Mapping):
-        return Decision.allow()
+        return Decision.allow(missing=_maybe_stale_namespace(request, namespace_labels))
     labels, warnings, missing = _labels_to_add(request, pod, queue, lookups)
     patch = [*_label_patch(pod, labels), *_gate_patch(pod)]
     return Decision.allow(patch, warnings, missing)
+
+
+def _maybe_stale_namespace(request: AdmissionRequest, namespace_labels: Mapping[str, str]) -> list[ObjectRef]:
+    """A queue-labelled pod in a namespace that looks unmanaged: the namespace's labels may have just
+    changed (the API server only sends pods of managed namespaces), so ask for a fresh look."""
+    if namespace_is_managed(namespace_labels) or not _labels(request.object).get(QUEUE_LABEL):
+        return []
+    return [ObjectRef("Namespace", "", request.namespace)]
 
 
 def _labels_to_add(
@@ -250,7 +258,7 @@ def _validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPol
         return Decision.allow(missing=[ObjectRef("Namespace", "", request.namespace)])
     queue = pod_queue(request.object, namespace_labels)
     if queue is None:
-        return Decision.allow()
+        return Decision.allow(missing=_maybe_stale_namespace(request, namespace_labels))
     return _first_denial(
         lambda: _queue_exists(request, queue, lookups),
         lambda: _group_min_valid(request),

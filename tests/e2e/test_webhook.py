@@ -1,0 +1,294 @@
+"""draq's admission webhooks called by the real API server over TLS (`draq webhook` as a process).
+
+The webhook runs with `--url https://127.0.0.1:<port>`: it makes its CA (kept in a Secret in
+draq-system), serves over TLS and writes its webhook configurations with that CA as caBundle.
+The last test stops it and checks what still works: kube-system and unmanaged namespaces do,
+managed pods are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.controlplane import ControlPlane, ControlPlaneError, free_port
+from tests.e2e.waiting import until
+
+REPO = Path(__file__).resolve().parents[2]
+GATE = "draq.io/admission"
+DRAQ_USER = "system:serviceaccount:draq-system:draq"
+AS_DRAQ = f"--as={DRAQ_USER}"
+
+
+@dataclass
+class Webhook:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    suffix: str  # makes cluster-scoped names unique in a shared control plane
+
+    def log_tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+
+def apply(control_plane: ControlPlane, *objects: dict[str, Any]) -> None:
+    control_plane.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(o) for o in objects))
+
+
+def create(control_plane: ControlPlane, obj: dict[str, Any], *flags: str) -> subprocess.CompletedProcess[str]:
+    return control_plane.kubectl("create", "-f", "-", "-o", "json", *flags, input=json.dumps(obj), check=False)
+
+
+def get(control_plane: ControlPlane, *args: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(control_plane.kubectl("get", *args, "-o", "json").stdout)
+    return result
+
+
+def namespace(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def pod(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": {"containers": [{"name": "main", "image": "registry.example/app:1"}]}}
+
+
+def gates_of(obj: dict[str, Any]) -> list[str]:
+    return [g["name"] for g in obj["spec"].get("schedulingGates") or []]
+
+
+def wait_for_service_account(control_plane: ControlPlane, ns: str) -> None:
+    control_plane.kubectl("wait", "--for=jsonpath={.metadata.name}=default", "serviceaccount/default",
+                          "-n", ns, "--timeout=30s")
+
+
+def new_namespace(control_plane: ControlPlane, labels: dict[str, str]) -> str:
+    name = f"wh-{uuid.uuid4().hex[:8]}"
+    apply(control_plane, namespace(name, labels))
+    wait_for_service_account(control_plane, name)
+    return name
+
+
+@pytest.fixture(scope="module")
+def webhook(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    control_plane.kubectl("apply", "-f", str(REPO / "crds"))
+    control_plane.kubectl("wait", "--for=condition=Established", "crd/localqueues.draq.io",
+                          "crd/clusterqueues.draq.io", "crd/quotaunits.draq.io", "--timeout=60s")
+    apply(control_plane, namespace("draq-system", {}))
+    _grant_draq_pod_rights(control_plane)
+    port = free_port()
+    log = tmp_path_factory.mktemp("webhook") / "webhook.log"
+    argv = [sys.executable, "-m", "admission.cli.main", "webhook", "--kubeconfig", str(control_plane.kubeconfig),
+            "--host", "127.0.0.1", "--port", str(port), "--url", f"https://127.0.0.1:{port}"]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    hook = Webhook(process, port, log, uuid.uuid4().hex[:6])
+    try:
+        until("the webhook configurations", lambda: process.poll() is None and control_plane.kubectl(
+            "get", "validatingwebhookconfiguration/draq-validating", check=False).returncode == 0, timeout=60)
+        assert process.poll() is None, hook.log_tail()
+        _queues(control_plane, hook.suffix)
+        yield hook
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        # Leave no configuration with failurePolicy Fail behind for the rest of the session.
+        control_plane.kubectl("delete", "mutatingwebhookconfiguration/draq-mutating",
+                              "validatingwebhookconfiguration/draq-validating", "--ignore-not-found", check=False)
+
+
+def _grant_draq_pod_rights(control_plane: ControlPlane) -> None:
+    apply(
+        control_plane,
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "draq", "namespace": "draq-system"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "draq-e2e-webhook-pods"},
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "patch", "update"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "draq-e2e-webhook-pods"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "draq-e2e-webhook-pods"},
+         "subjects": [{"kind": "ServiceAccount", "name": "draq", "namespace": "draq-system"}]},
+    )
+
+
+def _queues(control_plane: ControlPlane, suffix: str) -> None:
+    apply(
+        control_plane,
+        {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": f"gpus-{suffix}"},
+         "spec": {"devices": {"deviceClassNames": ["gpu.nvidia.com"]}}},
+    )
+    _retry_apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
+                                 "metadata": {"name": f"cq-{suffix}"},
+                                 "spec": {"quotas": [{"unit": f"gpus-{suffix}", "nominal": 4}]}})
+
+
+def _retry_apply(control_plane: ControlPlane, obj: dict[str, Any]) -> None:
+    """The webhook's cache sees a just-created referent a moment later (or fetches it on a miss)."""
+    until(f"{obj['kind']} {obj['metadata']['name']} to be accepted",
+          lambda: create(control_plane, obj).returncode == 0 or _exists(control_plane, obj), timeout=10)
+
+
+def _exists(control_plane: ControlPlane, obj: dict[str, Any]) -> bool:
+    ns = obj["metadata"].get("namespace")
+    args = ["get", f"{obj['kind'].lower()}.draq.io/{obj['metadata']['name']}", *(["-n", ns] if ns else [])]
+    return control_plane.kubectl(*args, check=False).returncode == 0
+
+
+def local_queue(name: str, ns: str, cluster_queue: str) -> dict[str, Any]:
+    return {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cluster_queue}}
+
+
+@pytest.fixture
+def managed(control_plane: ControlPlane, webhook: Webhook) -> Iterator[str]:
+    """A namespace with `draq.io/managed: "true"` and LocalQueue `gpu`."""
+    ns = new_namespace(control_plane, {"draq.io/managed": "true"})
+    _retry_apply(control_plane, local_queue("gpu", ns, f"cq-{webhook.suffix}"))
+    yield ns
+    control_plane.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_managed_pod_is_gated_and_labelled(control_plane: ControlPlane, managed: str) -> None:
+    result = create(control_plane, {**pod("train-0", {"draq.io/queue": "gpu"})}, "-n", managed)
+    assert result.returncode == 0, result.stderr
+    created = json.loads(result.stdout)
+    assert gates_of(created) == [GATE]
+    labels = created["metadata"]["labels"]
+    assert labels["draq.io/queue"] == "gpu"
+    assert labels["draq.io/pod-group"] == "train-0" and labels["draq.io/group-min"] == "1"
+    assert gates_of(get(control_plane, "pod", "train-0", "-n", managed)) == [GATE]
+
+
+def test_pods_without_a_queue_and_unmanaged_namespaces_are_untouched(
+        control_plane: ControlPlane, managed: str, webhook: Webhook) -> None:
+    plain = new_namespace(control_plane, {})
+    try:
+        for ns, obj in ((managed, pod("no-queue")), (plain, pod("labelled", {"draq.io/queue": "gpu"}))):
+            result = create(control_plane, obj, "-n", ns)
+            assert result.returncode == 0, result.stderr
+            created = json.loads(result.stdout)
+            assert gates_of(created) == []
+            assert "draq.io/pod-group" not in (created["metadata"].get("labels") or {})
+    finally:
+        control_plane.kubectl("delete", "namespace", plain, "--wait=false", check=False)
+
+
+def test_default_queue_namespace_gates_every_pod(control_plane: ControlPlane, webhook: Webhook) -> None:
+    ns = new_namespace(control_plane, {"draq.io/default-queue": "batch"})
+    try:
+        _retry_apply(control_plane, local_queue("batch", ns, f"cq-{webhook.suffix}"))
+        result = create(control_plane, pod("worker"), "-n", ns)
+        assert result.returncode == 0, result.stderr
+        created = json.loads(result.stdout)
+        assert gates_of(created) == [GATE] and created["metadata"]["labels"]["draq.io/queue"] == "batch"
+    finally:
+        control_plane.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_job_pods_form_a_group_named_after_the_job(control_plane: ControlPlane, managed: str) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
+           "spec": {"parallelism": 3, "completions": 6, "template": {
+               "metadata": {"labels": {"draq.io/queue": "gpu"}},
+               "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "registry.example/app:1"}]}}}}
+    assert create(control_plane, job, "-n", managed).returncode == 0
+
+    def three_pods() -> list[dict[str, Any]] | None:
+        items = get(control_plane, "pods", "-n", managed, "-l", "batch.kubernetes.io/job-name=train")["items"]
+        return items if len(items) == 3 else None
+
+    pods = until("the Job's three pods", three_pods, timeout=60)
+    for member in pods:
+        labels = member["metadata"]["labels"]
+        assert labels["draq.io/pod-group"] == "train" and labels["draq.io/group-min"] == "3"
+        assert gates_of(member) == [GATE]
+
+
+def test_pod_naming_a_missing_queue_is_refused(control_plane: ControlPlane, managed: str) -> None:
+    result = create(control_plane, pod("lost", {"draq.io/queue": "nope"}), "-n", managed)
+    assert result.returncode != 0
+    assert "LocalQueue 'nope'" in result.stderr and "does not exist" in result.stderr
+    assert "Create it" in result.stderr
+
+
+def test_only_draq_removes_the_gate(control_plane: ControlPlane, managed: str) -> None:
+    assert create(control_plane, pod("gated", {"draq.io/queue": "gpu"}), "-n", managed).returncode == 0
+    remove = ["patch", "pod", "gated", "-n", managed, "--type=json",
+              "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]']
+    refused = control_plane.kubectl(*remove, check=False)
+    assert refused.returncode != 0 and f"only draq ({DRAQ_USER})" in refused.stderr
+    assert gates_of(get(control_plane, "pod", "gated", "-n", managed)) == [GATE]
+    control_plane.kubectl(*remove, AS_DRAQ)
+    assert gates_of(get(control_plane, "pod", "gated", "-n", managed)) == []
+
+
+def test_admitted_pod_keeps_its_queue_and_group(control_plane: ControlPlane, managed: str) -> None:
+    assert create(control_plane, pod("admitted", {"draq.io/queue": "gpu"}), "-n", managed).returncode == 0
+    control_plane.kubectl("patch", "pod", "admitted", "-n", managed, "--type=json", AS_DRAQ,
+                          "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]')
+    for label in ("draq.io/queue=other", "draq.io/pod-group=elsewhere", "draq.io/group-min=5"):
+        refused = control_plane.kubectl("label", "pod", "admitted", "-n", managed, "--overwrite", label,
+                                        check=False)
+        assert refused.returncode != 0 and "cannot change" in refused.stderr, label
+    control_plane.kubectl("label", "pod", "admitted", "-n", managed, "team=ml")  # other labels are fine
+
+
+def test_local_queue_naming_a_missing_cluster_queue_is_refused(control_plane: ControlPlane, managed: str) -> None:
+    result = create(control_plane, local_queue("orphan", managed, "no-such-cluster-queue"))
+    assert result.returncode != 0
+    assert "ClusterQueue 'no-such-cluster-queue' does not exist" in result.stderr
+
+
+def test_cluster_queue_quoting_a_missing_quota_unit_is_refused(control_plane: ControlPlane,
+                                                                webhook: Webhook) -> None:
+    cluster_queue = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
+                     "metadata": {"name": f"bad-{webhook.suffix}"},
+                     "spec": {"quotas": [{"unit": f"missing-{webhook.suffix}", "nominal": 1}]}}
+    result = create(control_plane, cluster_queue)
+    assert result.returncode != 0
+    assert f"QuotaUnit 'missing-{webhook.suffix}'" in result.stderr and "does not exist" in result.stderr
+
+
+def test_with_the_webhook_stopped_only_managed_pods_are_refused(
+        control_plane: ControlPlane, managed: str, webhook: Webhook) -> None:
+    """Keep this test last in the module: it stops the webhook."""
+    plain = new_namespace(control_plane, {})
+    webhook.process.send_signal(signal.SIGINT)
+    webhook.process.wait(15)
+    time.sleep(0.5)
+    try:
+        name = f"sys-{webhook.suffix}"
+        system = create(control_plane, pod(name, {"draq.io/queue": "gpu"}), "-n", "kube-system")
+        assert system.returncode == 0, system.stderr
+        control_plane.kubectl("delete", "pod", name, "-n", "kube-system", "--wait=false", check=False)
+        unmanaged = create(control_plane, pod("still-fine", {"draq.io/queue": "gpu"}), "-n", plain)
+        assert unmanaged.returncode == 0, unmanaged.stderr
+        no_queue = create(control_plane, pod("no-queue"), "-n", managed)
+        assert no_queue.returncode == 0, no_queue.stderr
+        refused = create(control_plane, pod("needs-draq", {"draq.io/queue": "gpu"}), "-n", managed)
+        assert refused.returncode != 0
+        assert "gate-pods.managed.draq.io" in refused.stderr and "failed calling webhook" in refused.stderr
+        with pytest.raises(ControlPlaneError):
+            control_plane.kubectl("get", "pod", "needs-draq", "-n", managed)
+    finally:
+        control_plane.kubectl("delete", "namespace", plain, "--wait=false", check=False)
