@@ -40,6 +40,7 @@ from admission.core.quota.queues import (
     parse_local_queue,
 )
 from admission.core.quota.reconcile import Difference, Reconciliation, reconcile
+from admission.core.quota.status import cluster_queue_status, local_queue_status
 from admission.core.quota.units import Counting, ExtendedResource, QuotaUnit, parse_quota_unit
 
 __all__ = [
@@ -47,8 +48,8 @@ __all__ = [
     "ClusterQueue", "CompiledUnit", "Counting", "Decision", "Difference", "DraCel", "ExtendedResource",
     "GroupObjects", "Inventory", "LabelSelector", "LocalQueue", "Phase", "Plan", "PlannedClaim", "PodGroup",
     "QueueState", "QueueingStrategy", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
-    "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "compile_unit",
+    "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "cluster_queue_status", "compile_unit",
     "device_selected", "device_value", "extended_claim_id", "extended_resource_claim_spec",
-    "extended_resource_class", "format_amount", "parse_cluster_queue", "parse_local_queue",
+    "extended_resource_class", "format_amount", "local_queue_status", "parse_cluster_queue", "parse_local_queue",
     "parse_pod_group", "parse_quota_unit", "reconcile", "reconciliation_status", "template_claim_id",
 ]

@@ -120,3 +120,19 @@ def test_with_queues_keeps_admissions() -> None:
     state = QueueState.empty([cq("q", quota("gpus", 8))]).admit("ns/g", "q", gpus(4))
     state = state.with_queues([cq("q", quota("gpus", 2))])
     assert state.available("q", "gpus") == -2
+
+
+def test_status_bodies_for_cluster_and_local_queues() -> None:
+    from admission.core.quota import cluster_queue_status, local_queue_status
+
+    state = QueueState.empty([cq("q", quota("gpus", 4), quota("mem", "1Ti"))])
+    state = state.admit("ns/a", "q", Amounts.of({"gpus": 3, "mem": 2**39}), local_queue="ns/lq").bind("ns/a")
+    state = state.admit("ns/b", "q", gpus(1), local_queue="ns/lq")
+    status = cluster_queue_status(state, "q", pending_groups=2)
+    assert status["summary"] == "gpus 4/4, mem 512Gi/1Ti"
+    assert status["quotas"][0] == {"unit": "gpus", "nominal": "4", "used": "3", "reserved": "1", "borrowed": "0"}
+    assert (status["pendingGroups"], status["admittedGroups"]) == (2, 2)
+    local = local_queue_status(state, "ns/lq", pending_groups=0)
+    assert local["quotas"] == [{"unit": "gpus", "used": "3", "reserved": "1"},
+                               {"unit": "mem", "used": "512Gi", "reserved": "0"}]
+    assert local["summary"] == "gpus 4, mem 512Gi" and local["admittedGroups"] == 2
