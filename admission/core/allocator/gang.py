@@ -49,6 +49,9 @@ class _State:
     usage: Usage
     allocations: dict[str, AllocationResult]
     placements: dict[str, str]
+    # (claims shape, node) known not to fit. Usage only grows along a branch, so what did not fit
+    # stays unfit for every later pod with the same claims: gangs of identical pods skip full nodes.
+    unfit: set[tuple[str, str]] = field(default_factory=set)
 
 
 def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
@@ -95,9 +98,14 @@ def _place_one(allocator: Allocator, member: GangMember, state: _State, candidat
                start: int) -> tuple[_State, int] | Outcome | None:
     """The first node from `start` on where the member fits, with the new state; else the last failure."""
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
+    shape = _shape(claims)
     last: Outcome | None = None
     for position in range(start, len(candidates)):
+        if (shape, candidates[position]) in state.unfit:
+            continue
         outcome = allocator.allocate(candidates[position], claims, state.usage)
+        if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
+            state.unfit.add((shape, candidates[position]))
         if outcome.allocatable:
             usage = state.usage.copy()
             allocations = dict(state.allocations)
@@ -105,11 +113,15 @@ def _place_one(allocator: Allocator, member: GangMember, state: _State, candidat
                 usage.add(allocation, allocator.gates)
                 allocations[key] = allocation
             placements = {**state.placements, member.key: candidates[position]}
-            return _State(usage, allocations, placements), position
+            return _State(usage, allocations, placements, set(state.unfit)), position
         last = outcome
         if outcome.status is Status.ERROR:
             return outcome  # a hard error fails on every node alike
     return last
+
+
+def _shape(claims: Sequence[ResourceClaim]) -> str:
+    return repr([(c.spec, c.key if c.allocation is not None else None, c.allocation) for c in claims])
 
 
 def _with_known_allocation(claim: ResourceClaim, allocations: Mapping[str, AllocationResult]) -> ResourceClaim:

@@ -53,6 +53,8 @@ class Alternative:
     selection: DeviceSelection
     device_class: DeviceClass
     admin: bool
+    class_owner: str = ""
+    signature: int = 0
     all_devices: list[Device] | None = None
     constraints: tuple[ConstraintTracker, ...] = ()
 
@@ -96,6 +98,11 @@ class NodeSearch:
         self.counters_in_search: dict[str, dict[CounterKey, Fraction]] = defaultdict(dict)
         self._cluster_counters: dict[str, dict[CounterKey, Fraction]] = {}
         self.plans: list[ClaimPlan] = []
+        # Gate answers looked up once: they are read for every device tried.
+        self.consumable_gate = gates.consumable_capacity
+        self.binding_gate = gates.binding_conditions
+        self.taints_gate = gates.device_taints
+        self.partitions_gate = gates.partitionable_devices
 
     # ----- pre-checks -------------------------------------------------------------------------
 
@@ -149,7 +156,9 @@ class NodeSearch:
             raise MissingDeviceClass(f"{where}: could not retrieve device class {name}", name)
         alternative = Alternative(
             request=request, result_name=result_name, selection=selection, device_class=device_class,
-            admin=bool(selection.admin_access),
+            admin=bool(selection.admin_access), class_owner=f"class {device_class.name}",
+            signature=self.selectors.signature(device_class.name, device_class.selectors, owner,
+                                               selection.selectors),
             constraints=tuple(t for t in trackers if t.applies(request, result_name)),
         )
         if selection.allocation_mode == ALL:
@@ -180,12 +189,11 @@ class NodeSearch:
 
     def selectable(self, owner: str, alternative: Alternative, device: Device) -> bool:
         """Section 5.2: binding conditions, class selectors, then request selectors."""
-        if device.binding_conditions and not self.gates.binding_conditions:
+        if device.binding_conditions and not self.binding_gate:
             return False
-        device_class = alternative.device_class
-        if not self.selectors.all_true(f"class {device_class.name}", device_class.selectors, device):
-            return False
-        return self.selectors.all_true(owner, alternative.selection.selectors, device)
+        return self.selectors.selects(alternative.signature, alternative.class_owner,
+                                      alternative.device_class.selectors, owner, alternative.selection.selectors,
+                                      device)
 
     def _capacity_admits(self, alternative: Alternative, device: Device) -> bool:
         if not self.gates.consumable_capacity:
@@ -205,7 +213,7 @@ class NodeSearch:
     def blocker(self, plan: ClaimPlan, alternative: Alternative, device: Device) -> str | None:
         """Section 5.3 without constraints: why a selectable device cannot be taken now, or None."""
         device_id = device.id
-        multi = self.gates.consumable_capacity and device.allow_multiple_allocations
+        multi = self.consumable_gate and device.allow_multiple_allocations
         if alternative.admin:
             if device_id in plan.devices:
                 return IN_USE
@@ -215,13 +223,13 @@ class NodeSearch:
         elif device_id in self.picked or self.usage.is_allocated(device_id):
             return IN_USE
         if device.consumes_counters:
-            if not self.gates.partitionable_devices:
+            if not self.partitions_gate:
                 return PARTITIONS_OFF
             if not self._already_charged(device_id, multi) and not self._counters_fit(device):
                 return COUNTERS
-        if self.gates.device_taints and device.taints and not _tolerated(device, alternative.selection):
+        if self.taints_gate and device.taints and not _tolerated(device, alternative.selection):
             return TAINTED
-        if not self._capacity_admits(alternative, device):
+        if self.consumable_gate and not self._capacity_admits(alternative, device):
             return CAPACITY
         return None
 
@@ -292,7 +300,7 @@ class NodeSearch:
 
     def _record(self, plan: ClaimPlan, alternative: Alternative, device: Device) -> Pick:
         device_id = device.id
-        multi = self.gates.consumable_capacity and device.allow_multiple_allocations
+        multi = self.consumable_gate and device.allow_multiple_allocations
         pick = Pick(alternative, device, shared=multi)
         if device.consumes_counters and not self._already_charged(device_id, multi) and not alternative.admin:
             pool_id = self.view.pool_of[device_id].id

@@ -20,6 +20,27 @@ class SelectorEvaluator:
         self._programs: dict[str, object] = {}
         self._results: dict[tuple[str, str], bool] = {}
         self._attribute_problem: dict[str, str | None] = {}
+        self._combined: dict[tuple[int, str], bool] = {}
+        self._signatures: dict[tuple[str, tuple[str | None, ...], str, tuple[str | None, ...]], int] = {}
+
+    def signature(self, class_name: str, class_selectors: tuple[str | None, ...], owner: str,
+                  selectors: tuple[str | None, ...]) -> int:
+        """A small number standing for one (class, request selectors) combination."""
+        key = (class_name, class_selectors, owner if selectors else "", selectors)
+        found = self._signatures.get(key)
+        if found is None:
+            found = self._signatures[key] = len(self._signatures)
+        return found
+
+    def selects(self, signature: int, class_owner: str, class_selectors: tuple[str | None, ...],
+                owner: str, selectors: tuple[str | None, ...], device: Device) -> bool:
+        """Class selectors, then request selectors; the combined answer is cached per device."""
+        key = (signature, device.id)
+        found = self._combined.get(key)
+        if found is None:
+            found = self.all_true(class_owner, class_selectors, device) and self.all_true(owner, selectors, device)
+            self._combined[key] = found
+        return found
 
     def all_true(self, owner: str, selectors: tuple[str | None, ...], device: Device) -> bool:
         """True if every selector accepts the device (stopping at the first false)."""

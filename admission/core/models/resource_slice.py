@@ -110,9 +110,12 @@ class Device:
     node_selector: NodeSelector | None = None
     all_nodes: bool = False
 
-    @property
-    def id(self) -> str:
-        return f"{self.driver}/{self.pool}/{self.name}"
+    # "driver/pool/name", unique in the cluster; filled in from the other fields.
+    id: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", f"{self.driver}/{self.pool}/{self.name}")
 
     def attribute(self, qualified: str) -> AttributeValue | None:
         domain, _, ident = qualified.rpartition("/")

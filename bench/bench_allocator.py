@@ -1,0 +1,157 @@
+"""Allocator benchmarks: pods/s for single pods, a 32-pod gang, and inventory memory. Prints medians.
+
+    .venv/bin/python bench/bench_allocator.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+from admission.core.allocator import Allocator, GangMember, Snapshot, place_gang
+from admission.core.features import gates_for
+from admission.core.models import ResourceClaim, parse_object, parse_objects
+
+DRIVER = "gpu.example.com"
+
+
+def cluster_manifests(nodes: int, gpus: int) -> list[dict[str, Any]]:
+    manifests: list[dict[str, Any]] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }]
+    for n in range(nodes):
+        name = f"node-{n:05d}"
+        manifests.append({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
+        manifests.append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
+            "spec": {
+                "driver": DRIVER, "nodeName": name,
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{
+                    "name": f"gpu-{g}",
+                    "attributes": {"model": {"string": "H100"}, "index": {"int": g},
+                                   "uuid": {"string": f"GPU-{n:05d}-{g}"},
+                                   "driverVersion": {"version": "550.54.15"}},
+                    "capacity": {"memory": {"value": "80Gi"}},
+                } for g in range(gpus)],
+            },
+        })
+    return manifests
+
+
+def claim(name: str, count: int) -> ResourceClaim:
+    model = parse_object({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "bench"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+            "deviceClassName": "gpu", "count": count,
+            "selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "H100"'}}],
+        }}]}},
+    })
+    assert isinstance(model, ResourceClaim)
+    return model
+
+
+def allocated_claims(nodes: int, gpus: int) -> list[dict[str, Any]]:
+    """Claims holding every GPU of the first `nodes` nodes."""
+    return [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": f"busy-{n}", "namespace": "bench"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": gpus}}]}},
+        "status": {"allocation": {"devices": {"results": [
+            {"request": "gpus", "driver": DRIVER, "pool": f"node-{n:05d}", "device": f"gpu-{g}"}
+            for g in range(gpus)]}}},
+    } for n in range(nodes)]
+
+
+def median_of(repeat: int, run: Callable[[], float]) -> float:
+    return statistics.median(run() for _ in range(repeat))
+
+
+def bench_single_pods(snapshot: Snapshot, count: int, pods: int, repeat: int) -> float:
+    """Pods/s: for each pod, try nodes in order until its claim fits (devices are not kept)."""
+    gates = gates_for("1.35")
+    nodes = sorted(snapshot.nodes)
+
+    def run() -> float:
+        allocator = Allocator(snapshot, gates)
+        claims = [claim(f"pod-{i}", count) for i in range(pods)]
+        start = time.perf_counter()
+        for c in claims:
+            for node in nodes:
+                if allocator.allocate(node, [c]).allocatable:
+                    break
+        return pods / (time.perf_counter() - start)
+
+    return median_of(repeat, run)
+
+
+def bench_gang(snapshot: Snapshot, size: int, repeat: int) -> float:
+    gates = gates_for("1.35")
+
+    def run() -> float:
+        allocator = Allocator(snapshot, gates)
+        members = [GangMember(f"bench/pod-{i}", (claim(f"pod-{i}-gpus", 8),)) for i in range(size)]
+        start = time.perf_counter()
+        plan = place_gang(allocator, members)
+        elapsed = time.perf_counter() - start
+        assert plan.feasible and len(set(plan.placements.values())) == size
+        return elapsed * 1000
+
+    return median_of(repeat, run)
+
+
+def bench_memory(nodes: int, gpus: int) -> tuple[float, float]:
+    manifests = cluster_manifests(nodes, gpus)
+    gc.collect()
+    rss_before = _rss_mib()
+    tracemalloc.start()
+    snapshot = Snapshot.from_models(parse_objects(manifests))
+    allocator = Allocator(snapshot, gates_for("1.35"))
+    for node in list(snapshot.nodes)[:1]:
+        allocator.view(node)
+    del manifests
+    gc.collect()
+    current, _peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss_after = _rss_mib()
+    assert len(snapshot.nodes) == nodes
+    return current / 2**20, rss_after - rss_before
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    snapshot = Snapshot.from_models(parse_objects(cluster_manifests(512, 8)))
+    for count in (8, 1):
+        rate = bench_single_pods(snapshot, count, 2000, args.repeat)
+        print(f"single pod, one {count}-GPU claim, 512 nodes x 8 GPUs, first node that fits: "
+              f"median {rate:,.0f} pods/s")
+    half_full = Snapshot.from_models(parse_objects(cluster_manifests(512, 8) + allocated_claims(256, 8)))
+    rate = bench_single_pods(half_full, 8, 200, args.repeat)
+    print(f"single pod, one 8-GPU claim, 512 nodes x 8 GPUs with the first 256 nodes full: "
+          f"median {rate:,.0f} pods/s")
+    gang_ms = bench_gang(snapshot, 32, args.repeat)
+    print(f"gang of 32 pods x one 8-GPU claim, 512 nodes x 8 GPUs: median {gang_ms:.1f} ms")
+    traced, rss = bench_memory(5000, 8)
+    print(f"inventory of 5,000 nodes x 8 devices: tracemalloc {traced:.1f} MiB, RSS growth {rss:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
