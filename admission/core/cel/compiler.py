@@ -367,12 +367,27 @@ class _Compiler:
         return Code(static, run)
 
     def logic(self, node: ast.Call) -> Code:
-        left, right = (self.compile(a) for a in node.args)
-        for side in (left, right):
+        # A chain `a && b && c` is compiled as one n-ary node: no recursion per operand.
+        operands: list[ast.Node] = []
+        pending: list[ast.Node] = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, ast.Call) and current.function == node.function and current.target is None:
+                pending.extend(reversed(current.args))
+            else:
+                operands.append(current)
+        compiled = [self.compile(operand) for operand in operands]
+        for side in compiled:
             if not (side.type.is_dyn or side.type == BOOL):
+                shown = ", ".join(str(c.type) for c in compiled[:2]) if len(compiled) == 2 else str(side.type)
                 return self.error(node.pos, f"found no matching overload for '{node.function}' applied to "
-                                            f"'({left.type}, {right.type})'")
-        run = _and(left.run, right.run) if node.function == "_&&_" else _or(left.run, right.run)
+                                            f"'({shown})'")
+        runs = [c.run for c in compiled]
+        conjunction = node.function == "_&&_"
+        if len(runs) == 2:
+            run = _and(*runs) if conjunction else _or(*runs)
+        else:
+            run = _chain(runs, stop_on=not conjunction, name=node.function)
         return Code(BOOL, run)
 
     def conditional(self, node: ast.Call) -> Code:
@@ -562,6 +577,26 @@ def _or(left: Closure, right: Closure) -> Closure:
             return False
         return _logic_error("_||_", a, b)
     return disjunction
+
+
+def _chain(runs: list[Closure], stop_on: bool, name: str) -> Closure:
+    """`a && b && ...` (stop_on False) or `a || b || ...` (stop_on True), absorbing errors as CEL does."""
+    def chain(c: Context) -> object:
+        error: CelRuntimeError | None = None
+        for run in runs:
+            try:
+                value = run(c)
+            except CelRuntimeError as failure:
+                error = error or failure
+                continue
+            if value is stop_on:
+                return stop_on
+            if value is not (not stop_on) and error is None:
+                error = CelRuntimeError(f"no such overload: {name} applied to {kind(value)}")
+        if error is not None:
+            raise CelRuntimeError(str(error))
+        return not stop_on
+    return chain
 
 
 def _logic_error(name: str, a: object, b: object) -> object:
