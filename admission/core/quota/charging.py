@@ -144,6 +144,9 @@ class _Charger:
     allocated_only: bool
     lines: list[ChargeLine] = field(default_factory=list)
     unallocated: list[str] = field(default_factory=list)
+    # Per run: the same template or class request is valued once per node, not once per pod.
+    # The selection is kept in the value so that its id cannot be reused while the cache lives.
+    estimates: dict[tuple[int, str | None], tuple[DeviceSelection, Amounts]] = field(default_factory=dict)
 
     def run(self) -> ChargeResult:
         for use in self._claim_uses():
@@ -256,6 +259,12 @@ class _Charger:
         return worst
 
     def _worst_selection(self, use: _ClaimUse, request: str, selection: DeviceSelection) -> Amounts:
+        key = (id(selection), use.node)
+        if key not in self.estimates:
+            self.estimates[key] = (selection, self._estimate_selection(use, request, selection))
+        return self.estimates[key][1]
+
+    def _estimate_selection(self, use: _ClaimUse, request: str, selection: DeviceSelection) -> Amounts:
         where = request if selection.name == request else f"{request}/{selection.name}"
         counting = [u for u in self.units if u.unit.counts_class(selection.device_class_name)]
         if selection.admin_access or not counting:

@@ -236,3 +236,9 @@ def test_allocated_only_lists_claims_without_allocation() -> None:
     outcome = charge(objects, allocated_only=True)
     assert outcome.unallocated == ("ResourceClaim ns/c",)
     assert outcome.total.get("gpus") == 1
+
+
+def test_each_pod_is_charged_its_own_extended_resource_count() -> None:
+    objects = [device_class("gpu", extended="nvidia.com/gpu"), *CLUSTER[1:],
+               *(pod(f"p{i}", requests={"nvidia.com/gpu": str(i + 1)}, node="node-a") for i in range(4))]
+    assert charge(objects).total.get("gpus") == 1 + 2 + 3 + 4
