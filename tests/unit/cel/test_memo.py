@@ -7,7 +7,7 @@ import pytest
 from admission.core.cel import CelRuntimeError, compile_selector
 from admission.core.cel import selector as selector_module
 
-from .conftest import DRIVER, FakeDevice, gpu
+from .conftest import DRIVER, gpu
 
 MODEL = f'device.attributes["{DRIVER}"].model == "H100"'
 
