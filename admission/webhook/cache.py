@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,8 @@ def _metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _with_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return {"metadata": _metadata(obj), "spec": obj.get("spec") or {}}
+    kept = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    return {**kept, "metadata": _metadata(obj), "spec": obj.get("spec") or {}}
 
 
 def _metadata_only(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -66,7 +67,8 @@ LOCAL_QUEUES = Kind("LocalQueue", "/apis/draq.io/v1alpha1/localqueues", True, _w
 CLUSTER_QUEUES = Kind("ClusterQueue", "/apis/draq.io/v1alpha1/clusterqueues", False, _with_spec)
 QUOTA_UNITS = Kind("QuotaUnit", "/apis/draq.io/v1alpha1/quotaunits", False, _with_spec)
 JOBS = Kind("Job", "/apis/batch/v1/jobs", True, _job_size)
-ALL_KINDS = (NAMESPACES, LOCAL_QUEUES, CLUSTER_QUEUES, QUOTA_UNITS, JOBS)
+DEVICE_CLASSES = Kind("DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", False, _with_spec)
+ALL_KINDS = (NAMESPACES, LOCAL_QUEUES, CLUSTER_QUEUES, QUOTA_UNITS, JOBS, DEVICE_CLASSES)
 
 
 class Reflector:
@@ -172,6 +174,13 @@ class ClusterCache:
 
     def job(self, namespace: str, name: str) -> JsonObject | None:
         return self._get("Job", namespace, name)
+
+    def quota_units(self) -> Iterable[JsonObject]:
+        reflector = self.reflectors.get("QuotaUnit")
+        return list(reflector.store.values()) if reflector else []
+
+    def device_class(self, name: str) -> JsonObject | None:
+        return self._get("DeviceClass", "", name)
 
     async def refresh(self, refs: tuple[ObjectRef, ...]) -> bool:
         """Fetch objects a decision missed; True if any of them turned out to exist."""

@@ -19,7 +19,8 @@ CLUSTER_QUEUE = GroupVersionKind("draq.io", "v1alpha1", "ClusterQueue")
 CLAIM = GroupVersionKind("resource.k8s.io", "v1", "ResourceClaim")
 CLAIM_TEMPLATE = GroupVersionKind("resource.k8s.io", "v1", "ResourceClaimTemplate")
 RESOURCES = {"Pod": "pods", "Job": "jobs", "LocalQueue": "localqueues", "ClusterQueue": "clusterqueues",
-             "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates"}
+             "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
+             "QuotaUnit": "quotaunits"}
 
 
 @dataclass
@@ -27,8 +28,9 @@ class FakeLookups:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     cluster_queues: dict[str, dict[str, Any]] = field(default_factory=dict)
-    quota_units: dict[str, dict[str, Any]] = field(default_factory=dict)
+    units: dict[str, dict[str, Any]] = field(default_factory=dict)
     jobs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    device_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
@@ -40,10 +42,16 @@ class FakeLookups:
         return self.cluster_queues.get(name)
 
     def quota_unit(self, name: str) -> Mapping[str, Any] | None:
-        return self.quota_units.get(name)
+        return self.units.get(name)
 
     def job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.jobs.get((namespace, name))
+
+    def quota_units(self) -> list[Mapping[str, Any]]:
+        return list(self.units.values())
+
+    def device_class(self, name: str) -> Mapping[str, Any] | None:
+        return self.device_classes.get(name)
 
     def with_queue(self, namespace: str, name: str, cluster_queue: str = "cq") -> FakeLookups:
         self.local_queues[(namespace, name)] = {"metadata": {"name": name, "namespace": namespace},

@@ -153,14 +153,14 @@ def test_local_queue_outside_the_cluster_queue_namespace_selector_is_denied() ->
 
 def test_cluster_queue_quoting_missing_units_is_denied() -> None:
     lookups = cluster()
-    lookups.quota_units["gpus"] = {"spec": {}}
+    lookups.units["gpus"] = {"spec": {}}
     obj = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
            "spec": {"quotas": [{"unit": "gpus", "nominal": 8}, {"unit": "memory", "nominal": "1Ti"},
                                {"unit": "mig", "nominal": 2}]}}
     decision = check(CLUSTER_QUEUE, obj, lookups)
     assert not decision.allowed and "'memory', 'mig'" in decision.message
     assert {ref.name for ref in decision.missing} == {"memory", "mig"}
-    lookups.quota_units["memory"] = lookups.quota_units["mig"] = {"spec": {}}
+    lookups.units["memory"] = lookups.units["mig"] = {"spec": {}}
     assert check(CLUSTER_QUEUE, obj, lookups).allowed
 
 
