@@ -67,6 +67,8 @@ def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
     backtracks = 0
     candidates_of = [_candidates(allocator, m, node_names) for m in members]
     last_failure: Outcome | None = None
+    # The failure that got furthest is the one worth reporting.
+    deepest: tuple[int, _State, Outcome | None] | None = None
     while len(states) <= len(members):
         index = len(states) - 1
         member, state = members[index], states[-1]
@@ -80,8 +82,11 @@ def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
         last_failure = placed or last_failure
         if last_failure is not None and last_failure.status is Status.ERROR:
             return GangPlan(False, reason=last_failure.message, failed_member=member.key, error=True)
+        if deepest is None or index >= deepest[0]:
+            deepest = (index, state, last_failure)
         if index == 0 or backtracks >= max_backtracks:
-            return _failure(allocator, member, state, candidates_of[index], last_failure)
+            at, at_state, outcome = deepest
+            return _failure(allocator, members[at], at_state, candidates_of[at], outcome)
         backtracks += 1
         states.pop()
         cursors.pop()
