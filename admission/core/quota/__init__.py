@@ -20,6 +20,7 @@ from admission.core.quota.charging import (
     template_claim_id,
 )
 from admission.core.quota.device_values import CelCompiler, CompiledUnit, compile_unit, device_value
+from admission.core.quota.from_allocator import AllocatorPlan, inventory_from_allocator, plan_from_allocator
 from admission.core.quota.podgroup import (
     Phase,
     PlannedClaim,
@@ -44,12 +45,14 @@ from admission.core.quota.status import cluster_queue_status, local_queue_status
 from admission.core.quota.units import Counting, ExtendedResource, QuotaUnit, parse_quota_unit
 
 __all__ = [
-    "NONE", "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult",
-    "ClusterQueue", "CompiledUnit", "Counting", "Decision", "Difference", "DraCel", "ExtendedResource",
-    "GroupObjects", "Inventory", "LabelSelector", "LocalQueue", "Phase", "Plan", "PlannedClaim", "PodGroup",
-    "QueueState", "QueueingStrategy", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
-    "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "cluster_queue_status", "compile_unit",
-    "device_selected", "device_value", "extended_claim_id", "extended_resource_claim_spec",
-    "extended_resource_class", "format_amount", "local_queue_status", "parse_cluster_queue", "parse_local_queue",
-    "parse_pod_group", "parse_quota_unit", "reconcile", "reconciliation_status", "template_claim_id",
+    "NONE", "AccountingError", "Admission", "AllocatorPlan", "Amounts", "CelCompiler", "ChargeLine",
+    "ChargeResult", "ClusterQueue", "CompiledUnit", "Counting", "Decision", "Difference", "DraCel",
+    "ExtendedResource", "GroupObjects", "Inventory", "LabelSelector", "LocalQueue", "Phase", "Plan",
+    "PlannedClaim", "PodGroup", "QueueState", "QueueingStrategy", "QuotaUnit", "Reconciliation",
+    "RecordedPlan", "SelectionFilter", "Unchargeable", "UnitQuota", "UnitStatus", "charge_group",
+    "charge_status", "cluster_queue_status", "compile_unit", "device_selected", "device_value",
+    "extended_claim_id", "extended_resource_claim_spec", "extended_resource_class", "format_amount",
+    "inventory_from_allocator", "local_queue_status", "parse_cluster_queue", "parse_local_queue",
+    "parse_pod_group", "parse_quota_unit", "plan_from_allocator", "reconcile", "reconciliation_status",
+    "template_claim_id",
 ]
