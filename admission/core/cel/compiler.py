@@ -8,8 +8,10 @@ fills before evaluation (and can memoise on).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from admission.core.cel import ast
 from admission.core.cel import functions as fn
@@ -45,6 +47,9 @@ _TYPE_NAMES = ("int", "uint", "double", "bool", "string", "bytes", "list", "map"
 _ORDERED = frozenset({"string", "bytes", "bool"})
 _SIZED_RESULTS = frozenset({"_+_", "replace", "join", "split", "flatten", "lists.range", "findAll",
                             "strings.quote", "reverse", "sort", "distinct"})
+_PYTHON_RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
+    "_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge,
+}
 _RELATIONS: dict[str, Callable[[int], bool]] = {
     "_<_": lambda c: c < 0, "_<=_": lambda c: c <= 0, "_>_": lambda c: c > 0, "_>=_": lambda c: c >= 0,
 }
@@ -436,6 +441,10 @@ class _Compiler:
         if not (lt.is_dyn or rtype.is_dyn or numeric or same_ordered):
             return self.error(node.pos, f"found no matching overload for '{node.function}' applied to "
                                         f"'({lt}, {rtype})'")
+        if numeric or same_ordered:
+            # Both kinds are known: Python's own operators order them exactly as CEL does
+            # (ints against doubles exactly, strings by code point, false < true).
+            return Code(BOOL, _direct_relation(node.function, left, right))
         test, a, b = _RELATIONS[node.function], left.run, right.run
         name = node.function
 
@@ -503,6 +512,15 @@ class _Compiler:
         if macro == "transformList":
             return Code(list_of(bodies[-1].type), loop.map)
         return Code(map_of(first, bodies[-1].type), loop.transform_map)
+
+
+def _direct_relation(name: str, left: Code, right: Code) -> Closure:
+    compare_values = _PYTHON_RELATIONS[name]
+    a, b = left.run, right.run
+    if right.constant is not _NOT_CONSTANT:
+        bound = right.constant
+        return lambda c: compare_values(a(c), bound)
+    return lambda c: compare_values(a(c), b(c))
 
 
 def _comparable_for_equality(left: Type, right: Type) -> bool:

@@ -25,8 +25,9 @@ from admission.core.cel.types import (
     list_of,
     map_of,
     parse_type,
+    runtime_kind,
 )
-from admission.core.cel.values import UINT64_MAX, UInt, cel_key, map_key
+from admission.core.cel.values import UINT64_MAX, UInt, cel_key, kind, map_key
 from admission.core.quantity import Quantity
 from admission.core.semver import Semver
 
@@ -60,11 +61,14 @@ class Expression:
         self._run = run
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
-        values = {name: _import(value, self._variables.get(name)) for name, value in activation.items()}
+        values = {name: _checked(name, _import(value, self._variables.get(name)), self._variables.get(name))
+                  for name, value in activation.items()}
         try:
             return _export(self._run(Context(values, (), COST_LIMIT)))
         except RecursionError:
             raise CelRuntimeError("expression nested too deeply to evaluate") from None
+        except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as error:
+            raise CelRuntimeError(f"evaluation failed: {error}") from None
 
     def __repr__(self) -> str:
         return f"Expression({self.expression!r})"
@@ -96,6 +100,23 @@ def _import(value: object, static: Type | None) -> object:
         return {map_key(k): _import(v, None) for k, v in value.items()}
     if isinstance(value, int) and not isinstance(value, bool) and value > UINT64_MAX:
         raise CelRuntimeError(f"integer {value} is out of range")
+    return value
+
+
+def _checked(name: str, value: object, static: Type | None) -> object:
+    """A value of a declared primitive type must have that kind (ints are accepted for doubles)."""
+    if static is None or static.is_dyn:
+        return value
+    wanted = runtime_kind(static)
+    if wanted is None or (wanted == "map" and isinstance(value, Mapping)):
+        return value
+    actual = kind(value)
+    if wanted == "double" and actual == "int":
+        return float(value)  # type: ignore[arg-type]
+    if wanted == "uint" and actual == "int" and value >= 0:  # type: ignore[operator]
+        return UInt(value)  # type: ignore[call-overload]
+    if actual != wanted:
+        raise CelRuntimeError(f"variable {name}: declared {static}, got a value of type {actual}")
     return value
 
 

@@ -82,6 +82,9 @@ class Program:
             result = self._run(context)
         except RecursionError:
             raise CelRuntimeError("expression nested too deeply to evaluate") from None
+        except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as error:
+            # A device value of a kind the protocol does not allow; never a traceback.
+            raise CelRuntimeError(f"evaluation failed: {error}") from None
         if result is True or result is False:
             return result
         raise CelRuntimeError(f"selector result must be bool, got {type(result).__name__} ({result!r})")

@@ -215,3 +215,10 @@ def test_statically_wrong_library_calls_are_compile_errors() -> None:
 def test_compile_expression_checks_declared_types() -> None:
     with pytest.raises(CelCompileError, match="found no matching overload"):
         compile_expression("x.startsWith('a')", {"x": int})
+
+
+def test_activation_values_must_match_declared_types() -> None:
+    program = compile_expression("x >= 1", {"x": int})
+    with pytest.raises(CelRuntimeError, match="variable x: declared int, got a value of type string"):
+        program.evaluate({"x": "a"})
+    assert compile_expression("x > 1.5", {"x": float}).evaluate({"x": 2}) is True
