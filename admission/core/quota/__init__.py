@@ -41,7 +41,7 @@ from admission.core.quota.queues import (
     parse_local_queue,
 )
 from admission.core.quota.reconcile import Difference, Reconciliation, reconcile
-from admission.core.quota.status import cluster_queue_status, local_queue_status
+from admission.core.quota.status import cluster_queue_status, local_queue_status, quota_unit_status
 from admission.core.quota.units import Counting, ExtendedResource, QuotaUnit, parse_quota_unit
 
 __all__ = [
@@ -53,6 +53,6 @@ __all__ = [
     "charge_status", "cluster_queue_status", "compile_unit", "device_selected", "device_value",
     "extended_claim_id", "extended_resource_claim_spec", "extended_resource_class", "format_amount",
     "inventory_from_allocator", "local_queue_status", "parse_cluster_queue", "parse_local_queue",
-    "parse_pod_group", "parse_quota_unit", "plan_from_allocator", "reconcile", "reconciliation_status",
-    "template_claim_id",
+    "parse_pod_group", "parse_quota_unit", "plan_from_allocator", "quota_unit_status", "reconcile",
+    "reconciliation_status", "template_claim_id",
 ]

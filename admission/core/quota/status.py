@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from admission.core.models import DeviceSelection
 from admission.core.quota.accounting import QueueState
 from admission.core.quota.amounts import NONE, format_amount
+from admission.core.quota.charging import Inventory, SelectionFilter
+from admission.core.quota.device_values import CompiledUnit
+from admission.core.quota.units import Counting
 
 
 def cluster_queue_status(state: QueueState, queue: str, pending_groups: int) -> dict[str, Any]:
@@ -37,3 +41,23 @@ def local_queue_status(state: QueueState, local_queue: str, pending_groups: int)
         "pendingGroups": pending_groups,
         "admittedGroups": len(groups),
     }
+
+
+def quota_unit_status(unit: CompiledUnit, inventory: Inventory, matches: SelectionFilter) -> dict[str, Any]:
+    """`status` of a QuotaUnit (without conditions): what it counts and how many devices it covers.
+
+    Raises DraqError when a class or unit selector fails on a device (the unit is then not Ready).
+    """
+    spec = unit.unit
+    if spec.counting is Counting.CORE:
+        return {"summary": spec.describe(), "matchingDevices": 0}
+    counted = set()
+    for class_name in spec.device_class_names:
+        device_class = inventory.device_classes.get(class_name)
+        if device_class is None:
+            continue
+        selection = DeviceSelection("quota-unit", class_name)
+        for device in inventory.devices(None):
+            if matches(device, device_class, selection) and (unit.select is None or unit.select(device)):
+                counted.add(device.id)
+    return {"summary": spec.describe(), "matchingDevices": len(counted)}

@@ -242,3 +242,18 @@ def test_each_pod_is_charged_its_own_extended_resource_count() -> None:
     objects = [device_class("gpu", extended="nvidia.com/gpu"), *CLUSTER[1:],
                *(pod(f"p{i}", requests={"nvidia.com/gpu": str(i + 1)}, node="node-a") for i in range(4))]
     assert charge(objects).total.get("gpus") == 1 + 2 + 3 + 4
+
+
+def test_quota_unit_status_counts_the_devices_it_covers() -> None:
+    from charging_harness import STANDARD_UNITS, matches
+
+    from admission.core.models import DeviceClass, ResourceSlice, parse_objects
+    from admission.core.quota import Inventory, quota_unit_status
+
+    models = parse_objects(CLUSTER)
+    inventory = Inventory.of([m for m in models if isinstance(m, DeviceClass)],
+                             {m.node_name or "": m.devices for m in models if isinstance(m, ResourceSlice)})
+    by_name = {u.name: quota_unit_status(u, inventory, matches) for u in STANDARD_UNITS}
+    assert by_name["gpus"] == {"summary": "devices of gpu + nvidia.com/gpu", "matchingDevices": 6}
+    assert by_name["h100s"]["matchingDevices"] == 4
+    assert by_name["cpu"] == {"summary": "pod requests of cpu", "matchingDevices": 0}
