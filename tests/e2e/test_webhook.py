@@ -72,8 +72,8 @@ def gates_of(obj: dict[str, Any]) -> list[str]:
 
 
 def wait_for_service_account(control_plane: ControlPlane, ns: str) -> None:
-    control_plane.kubectl("wait", "--for=jsonpath={.metadata.name}=default", "serviceaccount/default",
-                          "-n", ns, "--timeout=30s")
+    until(f"the default ServiceAccount of {ns}", lambda: control_plane.kubectl(
+        "get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0)
 
 
 def new_namespace(control_plane: ControlPlane, labels: dict[str, str]) -> str:
@@ -134,8 +134,10 @@ def _grant_draq_pod_rights(control_plane: ControlPlane) -> None:
 def _queues(control_plane: ControlPlane, suffix: str) -> None:
     apply(
         control_plane,
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"e2e-gpu-{suffix}"},
+         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
         {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": f"gpus-{suffix}"},
-         "spec": {"devices": {"deviceClassNames": ["gpu.nvidia.com"]}}},
+         "spec": {"devices": {"deviceClassNames": [f"e2e-gpu-{suffix}"]}}},
     )
     _retry_apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                                  "metadata": {"name": f"cq-{suffix}"},
@@ -267,6 +269,30 @@ def test_cluster_queue_quoting_a_missing_quota_unit_is_refused(control_plane: Co
     result = create(control_plane, cluster_queue)
     assert result.returncode != 0
     assert f"QuotaUnit 'missing-{webhook.suffix}'" in result.stderr and "does not exist" in result.stderr
+
+
+def gpu_claim(name: str, suffix: str, count: int, selector: str | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": f"e2e-gpu-{suffix}", "count": count}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "labels": {"draq.io/queue": "gpu"}},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+
+
+def test_claims_are_checked_against_selectors_and_quota(
+        control_plane: ControlPlane, managed: str, webhook: Webhook) -> None:
+    fits = create(control_plane, gpu_claim("fits", webhook.suffix, 4), "-n", managed)
+    assert fits.returncode == 0, fits.stderr
+    too_big = create(control_plane, gpu_claim("too-big", webhook.suffix, 8), "-n", managed)
+    assert too_big.returncode != 0
+    assert "could never be admitted" in too_big.stderr and "asks for 8" in too_big.stderr
+    assert "at most 4" in too_big.stderr
+    # Valid for the API server (it only checks CEL syntax up to a cost), but not a boolean selector.
+    broken = create(control_plane, gpu_claim("broken", webhook.suffix, 1, selector='device.driver + "x"'),
+                    "-n", managed)
+    assert broken.returncode != 0
+    assert "selectors[0].cel.expression" in broken.stderr
 
 
 def test_with_the_webhook_stopped_only_managed_pods_are_refused(
