@@ -145,6 +145,8 @@ class _Charger:
     lines: list[ChargeLine] = field(default_factory=list)
     unallocated: list[str] = field(default_factory=list)
     # Per run: the same template or class request is valued once per node, not once per pod.
+    # Claims the scheduler made for pods' extended resources, by (namespace, pod name).
+    extended_claims: dict[tuple[str, str], ResourceClaim] | None = None
     # The selection is kept in the value so that its id cannot be reused while the cache lives.
     estimates: dict[tuple[int, str | None], tuple[DeviceSelection, Amounts]] = field(default_factory=dict)
 
@@ -206,12 +208,12 @@ class _Charger:
         return self.plan.nodes.get(pod.key) or pod.node_name or None
 
     def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
-        for claim in self.group.claims.values():
-            if claim.meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true" and \
-                    claim.namespace == pod.namespace and \
-                    any(r.resource == "pods" and r.name == pod.name for r in claim.reserved_for):
-                return claim
-        return None
+        if self.extended_claims is None:
+            self.extended_claims = {
+                (claim.namespace, consumer.name): claim for claim in self.group.claims.values()
+                if claim.meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+                for consumer in claim.reserved_for if consumer.resource == "pods"}
+        return self.extended_claims.get((pod.namespace, pod.name))
 
     # ----- one claim --------------------------------------------------------------------------------
     def _charge_claim(self, use: _ClaimUse) -> None:

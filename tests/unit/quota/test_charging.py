@@ -257,3 +257,14 @@ def test_quota_unit_status_counts_the_devices_it_covers() -> None:
     assert by_name["gpus"] == {"summary": "devices of gpu + nvidia.com/gpu", "matchingDevices": 6}
     assert by_name["h100s"]["matchingDevices"] == 4
     assert by_name["cpu"] == {"summary": "pod requests of cpu", "matchingDevices": 0}
+
+
+def test_the_schedulers_extended_resource_claim_is_charged_by_its_allocation() -> None:
+    made = claim("p0-extended-resources-x", exactly("container-0-request-0", count=1),
+                 allocation=[result("container-0-request-0", "gpu-1", "node-b")], reserved_for=("p0",),
+                 annotations={"resource.kubernetes.io/extended-resource-claim": "true"})
+    objects = [device_class("gpu", extended="nvidia.com/gpu"), *CLUSTER[1:], made,
+               pod("p0", requests={"nvidia.com/gpu": "1"}, node="node-b")]
+    outcome = charge(objects)
+    assert outcome.total == amounts(gpus=1, gpu_memory=40 * GI, gpu_weight=Fraction(1, 2))
+    assert "extended resources of pod ns/p0" in outcome.explain()
