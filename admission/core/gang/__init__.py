@@ -1,0 +1,42 @@
+"""Gang admission: the pure admission cycle and what follows an admission.
+
+`collect_groups` turns managed pods and PodGroups into `GroupView`s; `run_cycle(CycleInput)` decides,
+for every pending group, `Admit` (charge, borrowed part, plan) or `Wait` (reason and message);
+`rebuild_state`, `promised_devices`, `next_phase`, `unreleased_members` and `reconcile_group` carry
+admissions across cycles and restarts; `status` renders what the operator writes.
+"""
+
+from admission.core.gang.cycle import (
+    Admit,
+    CycleInput,
+    CycleResult,
+    Decision,
+    Wait,
+    WaitReason,
+    charging_inventory,
+    run_cycle,
+)
+from admission.core.gang.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
+from admission.core.gang.plans import charging_plan, planned_allocation, promised_allocations, recorded_plan
+from admission.core.gang.progress import (
+    next_phase,
+    promised_devices,
+    rebuild_state,
+    reconcile_group,
+    unreleased_members,
+)
+from admission.core.gang.status import (
+    admitted_status,
+    cluster_queue_status,
+    local_queue_status,
+    pending_status,
+    plan_status,
+)
+
+__all__ = [
+    "TERMINAL_PHASES", "Admit", "CycleInput", "CycleResult", "Decision", "GroupView", "Wait", "WaitReason",
+    "admitted_status", "charging_inventory", "charging_plan", "cluster_queue_status", "collect_groups",
+    "is_managed", "local_queue_status", "next_phase", "pending_status", "plan_status", "planned_allocation",
+    "promised_allocations", "promised_devices", "rebuild_state", "reconcile_group", "recorded_plan",
+    "run_cycle", "unreleased_members",
+]

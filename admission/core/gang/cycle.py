@@ -1,0 +1,220 @@
+"""One admission cycle: order the pending groups, and admit each one whose charge and devices both fit.
+
+Pure. The input is an immutable snapshot (DRA objects, groups, queues, units, the queue accounting
+rebuilt from groups admitted before, devices promised to admitted-but-unbound groups); the output
+is one decision per pending group. Groups are taken by priority, then in creation order within a
+ClusterQueue, alternating between ClusterQueues at equal priority. Each admitted group's devices
+and charge are taken before the next group is considered; a group is admitted whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
+from admission.core.errors import DraqError
+from admission.core.features import FeatureGates
+from admission.core.gang.groups import GroupView
+from admission.core.gang.plans import charging_plan, recorded_plan
+from admission.core.models import AllocationResult, Device
+from admission.core.quota import (
+    Amounts,
+    ChargeResult,
+    CompiledUnit,
+    GroupObjects,
+    Inventory,
+    LocalQueue,
+    QueueingStrategy,
+    QueueState,
+    RecordedPlan,
+    SelectionFilter,
+    Unchargeable,
+    charge_group,
+)
+
+
+class WaitReason(StrEnum):
+    """Why a group stays pending; also the PodGroup condition's reason."""
+
+    INCOMPLETE = "Incomplete"
+    INVALID = "InvalidGroup"
+    NO_QUEUE = "QueueMissing"
+    QUOTA = "QuotaExceeded"
+    DEVICES = "DevicesUnavailable"
+    UNCHARGEABLE = "Unchargeable"
+    BLOCKED = "BlockedByStrictFIFO"
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    group: str
+    cluster_queue: str
+    local_queue: str
+    charge: Amounts
+    borrowed: Amounts
+    plan: RecordedPlan
+    placements: Mapping[str, str]  # pod key -> node
+    allocations: Mapping[str, AllocationResult]  # allocator claim key -> devices
+    charge_lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    group: str
+    reason: WaitReason
+    message: str
+    cluster_queue: str = ""
+
+
+Decision = Admit | Wait
+
+
+@dataclass(frozen=True, slots=True)
+class CycleInput:
+    snapshot: Snapshot
+    gates: FeatureGates
+    groups: tuple[GroupView, ...]  # pending groups only are considered; others are ignored
+    local_queues: Mapping[str, LocalQueue]  # by `namespace/name`
+    units: tuple[CompiledUnit, ...]
+    state: QueueState
+    matches: SelectionFilter
+    promised: tuple[AllocationResult, ...] = ()
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None  # None: do not check selectors
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    decisions: tuple[Decision, ...]
+    state: QueueState  # accounting after this cycle's admissions
+    usage: Usage = field(repr=False, default_factory=Usage)
+
+    @property
+    def admitted(self) -> tuple[Admit, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Admit))
+
+    @property
+    def waiting(self) -> tuple[Wait, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Wait))
+
+    def decision(self, group: str) -> Decision | None:
+        return next((d for d in self.decisions if d.group == group), None)
+
+
+def run_cycle(cycle: CycleInput) -> CycleResult:
+    allocator = Allocator(cycle.snapshot, cycle.gates)
+    usage = allocator.usage.copy()
+    for allocation in cycle.promised:
+        usage.add(allocation, cycle.gates)
+    inventory = charging_inventory(cycle.snapshot, cycle.gates)
+    state = cycle.state
+    decisions: list[Decision] = []
+    pending = [g for g in cycle.groups if g.pending]
+    early = [_precheck(g, cycle) for g in pending]
+    decisions.extend(w for w in early if w is not None)
+    ready = [g for g, w in zip(pending, early, strict=True) if w is None]
+    blocked: dict[str, str] = {}
+    for group, cluster_queue in _ordered(ready, cycle):
+        if cluster_queue in blocked:
+            decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
+                                  f"and group {blocked[cluster_queue]} ahead of it does not fit yet",
+                                  cluster_queue))
+            continue
+        local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
+        decision = _decide(group, local, allocator, usage, inventory, state, cycle)
+        decisions.append(decision)
+        if isinstance(decision, Admit):
+            state = state.admit(group.key, cluster_queue, decision.charge, local.key)
+            for allocation in decision.allocations.values():
+                usage.add(allocation, cycle.gates)
+        elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
+            blocked[cluster_queue] = group.key
+    return CycleResult(tuple(decisions), state, usage)
+
+
+def charging_inventory(snapshot: Snapshot, gates: FeatureGates) -> Inventory:
+    """The devices each node can use, as charging sees them."""
+    devices: dict[str, tuple[Device, ...]] = {
+        name: snapshot.inventory.node_view(node, gates).devices for name, node in snapshot.nodes.items()}
+    return Inventory.of(snapshot.inventory.classes.values(), devices, snapshot.nodes.values())
+
+
+# ----- before ordering ------------------------------------------------------------------------------
+def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
+    if group.problem:
+        return Wait(group.key, WaitReason.INVALID, group.problem)
+    local = cycle.local_queues.get(f"{group.namespace}/{group.queue}")
+    if local is None:
+        return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {group.namespace}/{group.queue} does not exist")
+    if local.cluster_queue not in cycle.state.queues:
+        return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {local.key} points to ClusterQueue "
+                    f"{local.cluster_queue}, which does not exist", local.cluster_queue)
+    selector = cycle.state.queues[local.cluster_queue].namespace_selector
+    labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
+    if labels is not None and not selector.matches(labels):
+        return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
+                    f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
+    present = len(group.pods)
+    if present < group.min_member:
+        return Wait(group.key, WaitReason.INCOMPLETE, f"{present} of {group.min_member} members exist; "
+                    "waiting for the rest", local.cluster_queue)
+    return None
+
+
+def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[GroupView, str]]:
+    """Priority first; within a priority, ClusterQueues take turns, each in creation order."""
+    queues: dict[str, list[GroupView]] = {}
+    for group in sorted(groups, key=lambda g: (-g.priority, g.created, g.key)):
+        queues.setdefault(cycle.local_queues[f"{group.namespace}/{group.queue}"].cluster_queue, []).append(group)
+    served = {name: 0 for name in queues}
+    order: list[tuple[GroupView, str]] = []
+    while queues:
+        name = min(queues, key=lambda q: (-queues[q][0].priority, served[q], queues[q][0].created, q))
+        order.append((queues[name].pop(0), name))
+        served[name] += 1
+        if not queues[name]:
+            del queues[name]
+    return order
+
+
+# ----- one group ------------------------------------------------------------------------------------
+def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, inventory: Inventory,
+            state: QueueState, cycle: CycleInput) -> Decision:
+    queue = local.cluster_queue
+    snapshot = cycle.snapshot
+    objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
+    try:
+        members = members_for(group.pods, snapshot.claims, snapshot.templates, snapshot.nodes)
+    except DraqError as err:
+        return Wait(group.key, WaitReason.DEVICES, str(err), queue)
+    placed = place_gang(allocator, members, usage=usage)
+    plan = charging_plan(group.pods, placed.placements, placed.allocations) if placed.feasible else None
+    try:
+        charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
+    except Unchargeable as err:
+        if not placed.feasible:
+            return Wait(group.key, WaitReason.DEVICES, _devices_message(placed), queue)
+        return Wait(group.key, WaitReason.UNCHARGEABLE, str(err), queue)
+    fits = state.fits(queue, charged.total)
+    if not fits.ok:
+        return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged), queue)
+    if not placed.feasible:
+        return Wait(group.key, WaitReason.DEVICES, _devices_message(placed), queue)
+    return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
+                 recorded_plan(group.pods, placed.placements, placed.allocations),
+                 dict(placed.placements), dict(placed.allocations),
+                 tuple(f"{line.source}: {line.amounts.describe()}" for line in charged.lines if line.amounts))
+
+
+def _quota_message(reason: str, charged: ChargeResult) -> str:
+    return f"{reason} (group needs {charged.total.describe() if charged.total else 'nothing'})"
+
+
+def _devices_message(placed: GangPlan) -> str:
+    message = placed.reason or "the group's pods fit on no set of nodes"
+    if placed.explanation is not None:
+        requests = [r for r in placed.explanation.requests if r.short_by] or list(placed.explanation.requests)
+        if requests:
+            message += "; " + "; ".join(r.describe() for r in requests)
+    return message

@@ -1,0 +1,107 @@
+"""Pod groups as the admission cycle sees them: managed pods grouped by label, with their PodGroup.
+
+A managed pod carries `draq.io/queue` and `draq.io/pod-group` (the webhook sets both). Pods with the
+same group label in one namespace form a group; its PodGroup object, when one exists, supplies the
+minimum, the priority and the recorded admission. Without one the minimum is the pods'
+`draq.io/group-min` label (1 when absent) and the priority 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from admission.core.gating import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.models import Pod
+from admission.core.quota import PodGroup
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """One gang: its pods (gated or not), its PodGroup if one exists, and what the cycle needs to order it."""
+
+    namespace: str
+    name: str
+    queue: str  # LocalQueue name in `namespace`
+    min_member: int
+    priority: int
+    created: str  # RFC 3339; earlier is served first within a queue and priority
+    pods: tuple[Pod, ...]
+    pod_group: PodGroup | None = None
+    problem: str = ""  # a label a user must fix before the group can be considered
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def gated(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if GATE in p.scheduling_gates)
+
+    @property
+    def holds_quota(self) -> bool:
+        return self.pod_group is not None and self.pod_group.holds_quota
+
+    @property
+    def pending(self) -> bool:
+        """Waiting for admission: not admitted, and has gated members."""
+        return not self.holds_quota and bool(self.gated)
+
+
+def is_managed(pod: Pod) -> bool:
+    return QUEUE_LABEL in pod.labels and GROUP_LABEL in pod.labels
+
+
+def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
+                   created: Mapping[str, str] | None = None) -> tuple[GroupView, ...]:
+    """Every group with at least one managed pod or a PodGroup object, sorted by key.
+
+    `created` maps PodGroup keys to their creationTimestamp (FIFO order); without it, the earliest
+    member's creation time is used.
+    """
+    by_key: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if is_managed(pod):
+            by_key.setdefault(f"{pod.namespace}/{pod.labels[GROUP_LABEL]}", []).append(pod)
+    objects = {g.key: g for g in pod_groups}
+    groups = []
+    for key in sorted(set(by_key) | set(objects)):
+        members = tuple(sorted(by_key.get(key, ()), key=lambda p: p.name))
+        groups.append(_view(key, members, objects.get(key), (created or {}).get(key, "")))
+    return tuple(groups)
+
+
+def _view(key: str, pods: tuple[Pod, ...], pod_group: PodGroup | None, created: str) -> GroupView:
+    namespace, name = key.split("/", 1)
+    earliest = min((p.meta.creation_timestamp for p in pods if p.meta.creation_timestamp), default="")
+    if pod_group is not None:
+        return GroupView(namespace, name, pod_group.queue, pod_group.min_member, pod_group.priority,
+                         created or earliest, pods, pod_group, _queue_mismatch(pods, pod_group.queue))
+    queues = sorted({p.labels[QUEUE_LABEL] for p in pods})
+    minimum, problem = _label_minimum(pods)
+    if len(queues) > 1:
+        problem = f"members name different queues ({', '.join(queues)}) in label {QUEUE_LABEL}"
+    return GroupView(namespace, name, queues[0], minimum, 0, earliest, pods, None, problem)
+
+
+def _label_minimum(pods: tuple[Pod, ...]) -> tuple[int, str]:
+    values = sorted({p.labels.get(GROUP_MIN_LABEL, "1") for p in pods})
+    numbers = []
+    for value in values:
+        if not value.isdigit() or int(value) < 1:
+            pod = next(p for p in pods if p.labels.get(GROUP_MIN_LABEL, "1") == value)
+            return 1, f"pod {pod.key}, label {GROUP_MIN_LABEL}: {value!r} is not a group size (a whole number >= 1)"
+        numbers.append(int(value))
+    if len(numbers) > 1:
+        return max(numbers), f"members disagree on label {GROUP_MIN_LABEL} ({', '.join(values)})"
+    return numbers[0], ""
+
+
+def _queue_mismatch(pods: tuple[Pod, ...], queue: str) -> str:
+    other = next((p for p in pods if p.labels[QUEUE_LABEL] != queue), None)
+    if other is None:
+        return ""
+    return (f"pod {other.key}, label {QUEUE_LABEL}: names queue {other.labels[QUEUE_LABEL]!r} but its "
+            f"PodGroup uses {queue!r}")

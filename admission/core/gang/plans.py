@@ -1,0 +1,82 @@
+"""A gang placement in the forms the rest of draq needs: charging's Plan, the PodGroup's recorded plan,
+and back from a recorded plan to the devices it promises."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from admission.core.models import AllocationResult, DeviceAllocation, Pod, ResourceClaim
+from admission.core.quota import Plan, PlannedClaim, RecordedPlan, template_claim_id
+
+
+def allocator_claim_key(pod: Pod, entry_name: str, claim_name: str | None) -> str:
+    """The key the allocator's gang placement uses for a pod's claim (template claims not created yet:
+    `<namespace>/<pod>-<entry>`)."""
+    return f"{pod.namespace}/{claim_name or f'{pod.name}-{entry_name}'}"
+
+
+def recorded_claim_name(pod: Pod, entry_name: str, claim_name: str | None) -> str:
+    """The name a claim has in PodGroup status: its own, or `<pod>/<entry>` while it is not created."""
+    return claim_name or f"{pod.name}/{entry_name}"
+
+
+def charging_plan(pods: Sequence[Pod], placements: Mapping[str, str],
+                  allocations: Mapping[str, AllocationResult]) -> Plan:
+    keyed = dict(allocations)
+    for pod in pods:
+        for entry in pod.resource_claims:
+            claim_name = pod.claim_name_for(entry)
+            if claim_name is None:
+                found = allocations.get(allocator_claim_key(pod, entry.name, None))
+                if found is not None:
+                    keyed[template_claim_id(pod, entry.name)] = found
+    return Plan(dict(placements), keyed)
+
+
+def recorded_plan(pods: Sequence[Pod], placements: Mapping[str, str],
+                  allocations: Mapping[str, AllocationResult]) -> RecordedPlan:
+    nodes = tuple((pod.name, placements[pod.key]) for pod in pods if pod.key in placements)
+    claims: dict[str, PlannedClaim] = {}
+    for pod in pods:
+        for entry in pod.resource_claims:
+            claim_name = pod.claim_name_for(entry)
+            name = recorded_claim_name(pod, entry.name, claim_name)
+            allocation = allocations.get(allocator_claim_key(pod, entry.name, claim_name))
+            if name in claims or allocation is None:
+                continue
+            claims[name] = PlannedClaim(name, tuple((r.request, r.device_id) for r in allocation.results))
+    return RecordedPlan(nodes, tuple(claims.values()))
+
+
+def planned_allocation(claim: PlannedClaim) -> AllocationResult:
+    """The devices a recorded claim plan holds, as an allocation (without consumed capacity)."""
+    results = []
+    for request, device_id in claim.devices:
+        driver, _, rest = device_id.partition("/")
+        pool, _, device = rest.rpartition("/")
+        results.append(DeviceAllocation(request=request, driver=driver, pool=pool, device=device))
+    return AllocationResult(results=tuple(results))
+
+
+def promised_allocations(plan: RecordedPlan, pods: Iterable[Pod],
+                         claims: Mapping[str, ResourceClaim], namespace: str) -> tuple[AllocationResult, ...]:
+    """Devices a recorded plan still holds back: its claims that the scheduler has not allocated yet."""
+    by_name = {p.name: p for p in pods}
+    promised = []
+    for planned in plan.claims:
+        real = _real_claim_name(planned.name, by_name)
+        claim = claims.get(f"{namespace}/{real}") if real else None
+        if claim is not None and claim.allocation is not None:
+            continue
+        promised.append(planned_allocation(planned))
+    return tuple(promised)
+
+
+def _real_claim_name(recorded: str, pods: Mapping[str, Pod]) -> str | None:
+    if "/" not in recorded:
+        return recorded
+    pod_name, _, entry = recorded.partition("/")
+    pod = pods.get(pod_name)
+    if pod is None:
+        return None
+    return next((s.resource_claim_name for s in pod.resource_claim_statuses if s.name == entry), None)

@@ -1,0 +1,88 @@
+"""What happens to a group after admission: its phase from its pods, the accounting rebuilt from PodGroups,
+and the devices admitted-but-unbound groups still hold back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from admission.core.gang.groups import TERMINAL_PHASES, GroupView
+from admission.core.gang.plans import promised_allocations
+from admission.core.models import AllocationResult, ResourceClaim, ResourceClaimTemplate
+from admission.core.quota import (
+    Admission,
+    ClusterQueue,
+    CompiledUnit,
+    GroupObjects,
+    Inventory,
+    Phase,
+    QueueState,
+    Reconciliation,
+    SelectionFilter,
+    Unchargeable,
+    charge_group,
+    reconcile,
+)
+
+
+def next_phase(group: GroupView) -> Phase | None:
+    """The phase an admitted group moves to now, or None when it stays.
+
+    Admitted -> Running once every planned member is bound to a node; Admitted or Running ->
+    Finished once every member has succeeded or failed (or all are gone).
+    """
+    pod_group = group.pod_group
+    if pod_group is None or not pod_group.holds_quota:
+        return None
+    if not group.pods or all(p.phase in TERMINAL_PHASES for p in group.pods):
+        return Phase.FINISHED
+    if pod_group.phase is Phase.ADMITTED:
+        planned = {name for name, _ in pod_group.plan.nodes} or {p.name for p in group.pods}
+        members = [p for p in group.pods if p.name in planned]
+        if len(members) >= len(planned) and all(p.node_name for p in members):
+            return Phase.RUNNING
+    return None
+
+
+def rebuild_state(queues: Iterable[ClusterQueue], groups: Iterable[GroupView]) -> QueueState:
+    """The queue accounting as recorded in PodGroup status (reserved while Admitted, used once Running)."""
+    state = QueueState.empty(queues)
+    for group in groups:
+        pod_group = group.pod_group
+        if pod_group is None or not pod_group.holds_quota:
+            continue
+        state = state.restore(Admission(group.key, pod_group.cluster_queue, pod_group.charge,
+                                        f"{group.namespace}/{pod_group.queue}",
+                                        bound=pod_group.phase is Phase.RUNNING))
+    return state
+
+
+def promised_devices(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim]) -> tuple[AllocationResult, ...]:
+    """Devices planned for admitted groups whose claims the scheduler has not allocated yet."""
+    promised: list[AllocationResult] = []
+    for group in groups:
+        if group.pod_group is not None and group.pod_group.phase is Phase.ADMITTED:
+            promised.extend(promised_allocations(group.pod_group.plan, group.pods, claims, group.namespace))
+    return tuple(promised)
+
+
+def unreleased_members(group: GroupView) -> tuple[str, ...]:
+    """Names of planned members of an admitted group that still carry the gate (a release to finish)."""
+    pod_group = group.pod_group
+    if pod_group is None or not pod_group.holds_quota:
+        return ()
+    planned = {name for name, _ in pod_group.plan.nodes}
+    return tuple(p.name for p in group.gated if not planned or p.name in planned)
+
+
+def reconcile_group(group: GroupView, claims: Mapping[str, ResourceClaim],
+                    templates: Mapping[str, ResourceClaimTemplate], units: Sequence[CompiledUnit],
+                    inventory: Inventory, matches: SelectionFilter) -> Reconciliation | None:
+    """The recorded charge against what the group's claims really hold; None when it cannot be charged."""
+    if group.pod_group is None:
+        return None
+    try:
+        allocated = charge_group(GroupObjects(group.pods, claims, templates), units, inventory, matches,
+                                 allocated_only=True)
+    except Unchargeable:
+        return None
+    return reconcile(group.pod_group.charge, allocated)
