@@ -135,7 +135,7 @@ def test_missing_queues_and_bad_labels_are_reported() -> None:
     assert isinstance(missing, Wait) and missing.reason is WaitReason.NO_QUEUE and f"{NS}/nope" in missing.message
     no_cq = cycle(NODES + gang("g", 1, 1), [cluster_queue("other", 8)]).decision(f"{NS}/g")
     assert isinstance(no_cq, Wait) and "ClusterQueue main" in no_cq.message
-    bad = cycle(NODES + [member("p", "g", group_min="two")], [cluster_queue("main", 8)]).decision(f"{NS}/g")
+    bad = cycle([*NODES, member("p", "g", group_min="two")], [cluster_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(bad, Wait) and bad.reason is WaitReason.INVALID and "'two'" in bad.message
 
 
