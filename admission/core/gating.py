@@ -195,7 +195,7 @@ def _labels_to_add(
     warnings: list[str] = []
     missing: list[ObjectRef] = []
     owner = _controller_owner(pod)
-    if GROUP_LABEL in present:
+    if present.get(GROUP_LABEL):
         pass  # the user's group; its minimum is the user's too (or the PodGroup's minMember)
     elif owner.get("kind") == "Job" and isinstance(owner.get("name"), str):
         job_name = str(owner["name"])
@@ -208,7 +208,12 @@ def _labels_to_add(
     else:
         wanted[GROUP_LABEL] = label_value(_lone_pod_group(request, pod))
         wanted[GROUP_MIN_LABEL] = "1"
-    return {k: v for k, v in wanted.items() if k not in present}, warnings, missing
+    # Empty values count as absent; the queue label is set to the queue chosen (it may come from the
+    # namespace default when the pod's own label is empty).
+    to_set = {k: v for k, v in wanted.items() if not present.get(k)}
+    if present.get(QUEUE_LABEL) != queue.name:
+        to_set[QUEUE_LABEL] = queue.name
+    return to_set, warnings, missing
 
 
 def job_group_min(job: JsonObject | None) -> int:
