@@ -57,7 +57,7 @@ MISSING: Final = MissingValue()
 
 
 def unsupported_list(name: str) -> CelRuntimeError:
-    return CelRuntimeError(f"unsupported attribute value: {name} is a list (DRAListTypeAttributes is off)")
+    return CelRuntimeError(f"attribute {name}: unsupported attribute value")
 
 
 class AttributeMap(Mapping[str, object]):

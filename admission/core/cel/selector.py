@@ -12,6 +12,7 @@ from admission.core.cel.errors import CelCompileError, CelRuntimeError
 from admission.core.cel.frontend import compile_checked
 from admission.core.cel.runtime import COST_LIMIT, Context
 from admission.core.cel.types import BOOL, DEVICE
+from admission.core.semver import Semver
 
 MEMO_SIZE: Final = 4096
 _ABSENT: Final = object()
@@ -54,6 +55,11 @@ class Program:
         return clone
 
     def evaluate(self, device: DeviceLike) -> bool:
+        # As in Kubernetes, every attribute of the device is converted before evaluation: one
+        # without a usable value fails every selector, whatever the selector reads.
+        for values in device.attributes.values():
+            if not _SCALARS.issuperset(map(type, values.values())):
+                _check_attributes(device, self._lists)
         slots, key = self._extract(device)
         cache = self._cache
         if cache is None:
@@ -112,6 +118,20 @@ def compile_selector(expression: str, *, allow_multiple_allocations: bool = Fals
     return Program(expression, compiled, allow_multiple_allocations, list_attributes)
 
 
+_SCALARS: Final = frozenset({int, bool, str, Semver})
+
+
+def _check_attributes(device: DeviceLike, lists: bool) -> None:
+    for domain, values in device.attributes.items():
+        for name, value in values.items():
+            if type(value) in _SCALARS:
+                continue
+            if lists and type(value) is tuple and all(type(item) in _SCALARS for item in value):
+                continue
+            shown = name if domain == device.driver else f"{domain}/{name}"
+            raise CelRuntimeError(f"attribute {shown}: unsupported attribute value")
+
+
 def _key_part(value: object) -> object:
     """Values that Python would confuse (True and 1) stay apart in a memo key."""
     if type(value) is bool:
@@ -136,7 +156,7 @@ def _extractor(slots: tuple[Slot, ...]) -> Extractor:
             lines.append(f"    d = device.{slot.field}.get({slot.domain!r})")
             lines.append(f"    {name} = MISSING if d is None else d.get({slot.name!r}, MISSING)")
     values = "".join(f"{n}, " for n in names)
-    attribute_keys = [f"key_part({n})" if s.field == "attributes" else n
+    attribute_keys = [f"({n} if type({n}) is str else key_part({n}))" if s.field == "attributes" else n
                       for n, s in zip(names, slots, strict=True)]
     lines.append(f"    return ({values}), ({''.join(k + ', ' for k in attribute_keys)})")
     namespace: dict[str, object] = {"MISSING": MISSING, "key_part": _key_part_fast}

@@ -113,7 +113,7 @@ def test_unknown_device_field_is_a_compile_error_with_position() -> None:
 
 def test_list_attributes_are_an_error_without_the_gate() -> None:
     device = gpu(links=(1, 2, 3))
-    with pytest.raises(CelRuntimeError, match="unsupported attribute value"):
+    with pytest.raises(CelRuntimeError, match=r"^attribute links: unsupported attribute value$"):
         evaluate(f'device.attributes["{DRIVER}"].links.size() == 3', device)
     with pytest.raises(CelCompileError, match="undeclared reference to 'includes'"):
         compile_selector(f'device.attributes["{DRIVER}"].links.includes(2)')
@@ -143,10 +143,20 @@ def test_dynamic_access_to_the_device() -> None:
     assert evaluate("device.attributes.size() == 2", device)
 
 
-def test_dynamic_access_reports_list_attributes_when_reached() -> None:
-    device = gpu(links=(1, 2))
-    with pytest.raises(CelRuntimeError, match="unsupported attribute value"):
-        evaluate(f"device.attributes['{DRIVER}'].all(k, device.attributes['{DRIVER}'][k] != 0)", device)
+@pytest.mark.parametrize("expression", [
+    f'device.driver == "{DRIVER}"',
+    "true",
+    f"device.attributes['{DRIVER}'].all(k, device.attributes['{DRIVER}'][k] != 0)",
+])
+def test_any_unusable_attribute_fails_every_selector(expression: str) -> None:
+    # Kubernetes converts all attributes before evaluating: the selector need not read the bad one.
+    with pytest.raises(CelRuntimeError, match=r"^attribute links: unsupported attribute value$"):
+        evaluate(expression, gpu(links=(1, 2)))
+    with pytest.raises(CelRuntimeError, match=r"^attribute nic\.example\.com/empty: unsupported attribute value$"):
+        evaluate(expression, FakeDevice(attributes={"nic.example.com": {"empty": None}}))
+    with pytest.raises(CelRuntimeError, match=r"^attribute links: unsupported attribute value$"):
+        evaluate(expression, gpu(links=(1, None)), list_attributes=True)
+    assert evaluate(expression, gpu(links=(1, 2)), list_attributes=True)
 
 
 def test_comprehension_variable_may_shadow_device() -> None:
