@@ -1,0 +1,114 @@
+"""The list+watch cache, against a scripted fake API."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from admission.core.admission_review import ObjectRef
+from admission.webhook.cache import LOCAL_QUEUES, NAMESPACES, ClusterCache, Reflector
+from admission.webhook.kube_api import KubeApiError
+
+
+class FakeApi:
+    """Lists from `objects`; watches replay `events` then end; GETs count in `gets`."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, list[dict[str, Any]]] = {}
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.singles: dict[str, dict[str, Any]] = {}
+        self.gets: list[str] = []
+        self.missing_lists: set[str] = set()
+        self.watch_started = asyncio.Event()
+
+    async def get(self, path: str, params: Any = None) -> dict[str, Any]:
+        self.gets.append(path)
+        if path in self.missing_lists:
+            raise KubeApiError("GET", path, 404, "the server could not find the requested resource")
+        if path in self.objects:
+            return {"metadata": {"resourceVersion": "1"}, "items": self.objects[path]}
+        if path in self.singles:
+            return self.singles[path]
+        raise KubeApiError("GET", path, 404, "not found")
+
+    async def watch(self, path: str, version: str, timeout_seconds: int = 300) -> AsyncIterator[dict[str, Any]]:
+        self.watch_started.set()
+        for event in self.events.pop(path, []):
+            yield event
+        await asyncio.sleep(3600)
+
+
+def ns(name: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels, "managedFields": [{"big": "x"}]}}
+
+
+def lq(namespace: str, name: str, cq: str) -> dict[str, Any]:
+    return {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": cq}, "status": {"x": 1}}
+
+
+def test_list_then_watch_keeps_the_store_current() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        api.objects[NAMESPACES.list_path] = [ns("a", team="x"), ns("b")]
+        api.events[NAMESPACES.list_path] = [
+            {"type": "MODIFIED", "object": ns("b", **{"draq.io/managed": "true"})},
+            {"type": "DELETED", "object": ns("a")},
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}},
+            {"type": "ADDED", "object": ns("c")},
+        ]
+        cache = ClusterCache(api, (NAMESPACES,))  # type: ignore[arg-type]
+        await cache.start(timeout=5)
+        await api.watch_started.wait()
+        await asyncio.sleep(0.05)
+        assert cache.namespace_labels("a") is None
+        assert cache.namespace_labels("b") == {"draq.io/managed": "true"}
+        assert cache.namespace_labels("c") == {}
+        assert "managedFields" not in cache.reflectors["Namespace"].store[("", "b")]["metadata"]
+        await cache.stop()
+
+    asyncio.run(go())
+
+
+def test_absent_crd_is_empty_and_synced() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        api.missing_lists.add(LOCAL_QUEUES.list_path)
+        reflector = Reflector(api, LOCAL_QUEUES, retry_absent_after=0.01)  # type: ignore[arg-type]
+        task = asyncio.create_task(reflector.run())
+        await asyncio.wait_for(reflector.synced.wait(), 5)
+        assert reflector.store == {}
+        api.missing_lists.clear()
+        api.objects[LOCAL_QUEUES.list_path] = [lq("team", "gpu", "cq")]
+        await asyncio.sleep(0.1)  # retried: the CRD is there now
+        assert reflector.store[("team", "gpu")]["spec"] == {"clusterQueue": "cq"}
+        assert "status" not in reflector.store[("team", "gpu")]
+        task.cancel()
+
+    asyncio.run(go())
+
+
+def test_refresh_fetches_what_a_decision_missed_and_remembers_misses() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        api.objects[LOCAL_QUEUES.list_path] = []
+        cache = ClusterCache(api, (LOCAL_QUEUES,), miss_memory=60)  # type: ignore[arg-type]
+        await cache.start(timeout=5)
+        path = "/apis/draq.io/v1alpha1/namespaces/team/localqueues/gpu"
+        api.singles[path] = lq("team", "gpu", "cq")
+        assert await cache.refresh((ObjectRef("LocalQueue", "team", "gpu"),))
+        assert cache.local_queue("team", "gpu") is not None
+        missing = ObjectRef("LocalQueue", "team", "nope")
+        assert not await cache.refresh((missing,))
+        assert not await cache.refresh((missing,))
+        assert api.gets.count("/apis/draq.io/v1alpha1/namespaces/team/localqueues/nope") == 1
+        assert not await cache.refresh((ObjectRef("Unknown", "", "x"),))
+        await cache.stop()
+
+    asyncio.run(go())
+
+
+def test_object_paths() -> None:
+    assert LOCAL_QUEUES.object_path("t", "q") == "/apis/draq.io/v1alpha1/namespaces/t/localqueues/q"
+    assert NAMESPACES.object_path("", "t") == "/api/v1/namespaces/t"
