@@ -1,0 +1,91 @@
+"""`draq run`: the operator (admission cycles, gang release, queue status) and, unless told otherwise,
+the admission webhooks in the same process, against the current kubeconfig or in cluster."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from pathlib import Path
+from urllib.parse import urlparse
+
+from admission.core.errors import DraqError, InvalidInput
+from admission.core.features import normalize_version
+from admission.operator import Operator, OperatorSettings
+from admission.webhook.configurations import WebhookTarget
+from admission.webhook.service import WebhookService, WebhookSettings
+
+HELP = "run draq's operator (gang admission, queue status) and its admission webhooks"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
+                        "then the in-cluster service account)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--kubernetes-version", help="release whose DRA behaviour to follow (1.34, 1.35, 1.36)")
+    parser.add_argument("--namespace", default="draq-system",
+                        help="draq's namespace: the leader Lease and the webhook CA live here")
+    parser.add_argument("--no-leader-election", action="store_true",
+                        help="run cycles without holding the Lease (only with a single replica)")
+    parser.add_argument("--debounce", type=float, default=0.15, metavar="SECONDS",
+                        help="quiet time after a change before a cycle runs (default 0.15)")
+    parser.add_argument("--no-webhook", action="store_true", help="run the operator only")
+    parser.add_argument("--webhook-url", help="base URL the API server calls for the webhooks "
+                        "(default: the Service draq-webhook in --namespace)")
+    parser.add_argument("--webhook-host", default="0.0.0.0", help="address the webhooks listen on")
+    parser.add_argument("--webhook-port", type=int, default=9443, help="port the webhooks listen on")
+    parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def settings_from(args: argparse.Namespace) -> OperatorSettings:
+    if args.kubernetes_version is not None:
+        try:
+            normalize_version(args.kubernetes_version)
+        except DraqError as err:
+            raise InvalidInput("draq run", "--kubernetes-version", str(err)) from None
+    if args.debounce < 0:
+        raise InvalidInput("draq run", "--debounce", f"{args.debounce} is negative")
+    return OperatorSettings(kubeconfig=args.kubeconfig, context=args.context,
+                            kubernetes_version=args.kubernetes_version, debounce_seconds=args.debounce,
+                            leader_election=not args.no_leader_election, lease_namespace=args.namespace)
+
+
+def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
+    if args.no_webhook:
+        return None
+    if not 0 <= args.webhook_port <= 65535:
+        raise InvalidInput("draq run", "--webhook-port", f"{args.webhook_port} is not a TCP port")
+    if args.webhook_url:
+        parsed = urlparse(args.webhook_url)
+        if parsed.scheme != "https" or not parsed.hostname:
+            raise InvalidInput("draq run", "--webhook-url", f"{args.webhook_url!r} is not an https:// URL with a host")
+        target = WebhookTarget(url=args.webhook_url)
+        hosts: tuple[str, ...] = (parsed.hostname,)
+    else:
+        target = WebhookTarget(service_namespace=args.namespace, service_name="draq-webhook")
+        hosts = (f"draq-webhook.{args.namespace}.svc", f"draq-webhook.{args.namespace}.svc.cluster.local")
+    return WebhookSettings(kubeconfig=args.kubeconfig, context=args.context, host=args.webhook_host,
+                           port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts)
+
+
+async def serve(operator: Operator, webhook: WebhookSettings | None) -> None:
+    service = WebhookService(webhook) if webhook is not None else None
+    try:
+        if service is not None:
+            await service.start()
+        await operator.run()
+    finally:
+        if service is not None:
+            await service.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    webhook = webhook_settings_from(args)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(serve(Operator(settings), webhook))
+    except OSError as err:
+        raise DraqError(f"draq run: {err.strerror or err}") from err
+    return 0

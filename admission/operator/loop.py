@@ -1,0 +1,226 @@
+"""The admission loop: after each burst of changes, finish interrupted releases, move admitted groups
+through their phases, run one admission cycle and write its decisions, then the queues' status.
+
+An admission is written on the PodGroup status first (phase Admitted, charge, plan, admittedAt) and
+only then are the gates removed, member by member. A crash in between leaves a PodGroup recorded
+Admitted with gated members; the next leader's first step is to remove those gates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from admission.core.features import gates_for
+from admission.core.gang import (
+    Admit,
+    GroupView,
+    Wait,
+    admitted_status,
+    charging_inventory,
+    cluster_queue_status,
+    local_queue_status,
+    next_phase,
+    pending_status,
+    reconcile_group,
+    run_cycle,
+    unreleased_members,
+)
+from admission.core.quota import Phase, QueueState, device_selected, reconciliation_status
+from admission.operator.cache import ObservedApi, OperatorCache
+from admission.operator.leader import LeaderElector
+from admission.operator.settings import OperatorSettings
+from admission.operator.world import World, WorldReader
+from admission.operator.writer import Writer, now
+from admission.webhook.kube_api import KubeApiError, load_credentials
+
+log = logging.getLogger(__name__)
+
+
+class Operator:
+    def __init__(self, settings: OperatorSettings, api: ObservedApi | None = None) -> None:
+        self.settings = settings
+        self.api = api or ObservedApi(load_credentials(settings.kubeconfig, settings.context))
+        self.cache = OperatorCache(self.api)
+        self.reader = WorldReader(self.cache)
+        self.writer = Writer(self.api, self.cache)
+        self.gates = gates_for(settings.kubernetes_version)
+        self.identity = settings.identity or f"{socket.gethostname()}-{os.getpid()}"
+        self.elector: LeaderElector | None = None
+        if settings.leader_election:
+            self.elector = LeaderElector(self.api, settings.lease_namespace, settings.lease_name, self.identity,
+                                         settings.lease_seconds)
+        self.cycles = 0
+        self.cycle_seconds: list[float] = []
+        self._said: dict[str, str] = {}  # group key -> last pending message written
+        self._queue_status: dict[str, Mapping[str, Any]] = {}
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        await self.cache.start()
+        elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
+        try:
+            while True:
+                if self.elector is not None:
+                    await self.elector.leading.wait()
+                await self._wait_for_change()
+                if self.elector is not None and not self.elector.leading.is_set():
+                    continue
+                try:
+                    await self.reconcile()
+                except (KubeApiError, OSError, TimeoutError) as err:
+                    log.warning("admission cycle interrupted: %s; trying again on the next change", err)
+                    self.cache.changed.set()
+                    await asyncio.sleep(1.0)
+        finally:
+            if elector_task is not None:
+                elector_task.cancel()
+                await asyncio.gather(elector_task, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                if self.elector is not None:
+                    await asyncio.shield(self.elector.release())
+            await self.cache.stop()
+            await self.api.close()
+
+    async def _wait_for_change(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.cache.changed.wait(), self.settings.resync_seconds)
+        await asyncio.sleep(self.settings.debounce_seconds)
+        self.cache.changed.clear()
+
+    async def reconcile(self) -> None:
+        """One full pass; safe to repeat (every write is conditional on what it finds)."""
+        started = time.perf_counter()
+        world = self.reader.read()
+        changed = await self._finish_releases(world)
+        changed |= await self._advance_phases(world)
+        if changed:
+            world = self.reader.read()
+        result = run_cycle(world.cycle_input(self.gates))
+        groups = {g.key: g for g in world.groups}
+        for decision in result.decisions:
+            group = groups[decision.group]
+            try:
+                if isinstance(decision, Admit):
+                    await self._admit(world, group, decision)
+                else:
+                    await self._report_wait(world, group, decision)
+            except KubeApiError as err:
+                log.warning("group %s: %s", group.key, err)
+        await self._write_queue_status(world, result.state, result.waiting)
+        self.cycles += 1
+        self.cycle_seconds.append(time.perf_counter() - started)
+        del self.cycle_seconds[:-1000]
+
+    # ----- admission --------------------------------------------------------------------------------
+    async def _admit(self, world: World, group: GroupView, admit: Admit) -> None:
+        manifest = world.manifests.get(f"PodGroup {group.key}")
+        if manifest is None:
+            manifest = await self.writer.ensure_pod_group(group.namespace, group.name, group.min_member,
+                                                          group.queue)
+        version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
+        try:
+            written = await self.writer.pod_group_status(group.namespace, group.name,
+                                                         admitted_status(admit, len(group.pods), now()), version)
+        except KubeApiError as err:
+            if err.status == 409:
+                log.info("group %s changed while being admitted; deciding again", group.key)
+                self.cache.changed.set()
+                return
+            raise
+        log.info("admitted %s to %s: %s", group.key, admit.cluster_queue, admit.charge.describe())
+        self._said.pop(group.key, None)
+        await self.writer.event(written, "Admitted", f"admitted to ClusterQueue {admit.cluster_queue}, "
+                                f"charged {admit.charge.describe()}; placed "
+                                + ", ".join(f"{pod.split('/')[1]} on {node}" for pod, node in admit.placements.items()))
+        for pod in group.gated:
+            await self.writer.ungate(pod.namespace, pod.name, world.manifests.get(f"Pod {pod.key}"))
+
+    async def _finish_releases(self, world: World) -> bool:
+        changed = False
+        for group in world.groups:
+            names = unreleased_members(group)
+            if not names:
+                continue
+            log.info("finishing the release of %s: %s still gated", group.key, ", ".join(names))
+            for name in names:
+                changed |= await self.writer.ungate(group.namespace, name,
+                                                    world.manifests.get(f"Pod {group.namespace}/{name}"))
+        return changed
+
+    async def _report_wait(self, world: World, group: GroupView, wait: Wait) -> None:
+        manifest = world.manifests.get(f"PodGroup {group.key}")
+        current = (manifest or {}).get("status") or {}
+        if self._said.get(group.key) == wait.message or (
+                current.get("message") == wait.message and current.get("members") == len(group.pods)):
+            self._said[group.key] = wait.message
+            return
+        if manifest is None:
+            manifest = await self.writer.ensure_pod_group(group.namespace, group.name, group.min_member,
+                                                          group.queue)
+        written = await self.writer.pod_group_status(group.namespace, group.name,
+                                                     pending_status(wait, len(group.pods), now()))
+        self._said[group.key] = wait.message
+        await self.writer.event(written, wait.reason.value, wait.message, warning=True)
+
+    # ----- after admission --------------------------------------------------------------------------
+    async def _advance_phases(self, world: World) -> bool:
+        changed = False
+        inventory = None
+        for group in world.groups:
+            phase = next_phase(group)
+            if phase is None:
+                continue
+            status: dict[str, Any] = {"phase": phase.value, "members": len(group.pods)}
+            note = ""
+            if phase is Phase.RUNNING:
+                status["message"] = "all members are bound"
+                inventory = inventory or charging_inventory(world.snapshot, self.gates)
+                result = reconcile_group(group, world.snapshot.claims, world.snapshot.templates, world.units,
+                                         inventory, device_selected)
+                if result is not None:
+                    status["reconciliation"] = reconciliation_status(result)
+                    if result.differences:
+                        note = "charge differs from the real allocations: " + result.describe()
+            else:
+                status["message"] = "all members have finished; the charge is released"
+            written = await self.writer.pod_group_status(group.namespace, group.name, status)
+            changed = True
+            log.info("group %s is %s", group.key, phase.value)
+            await self.writer.event(written, phase.value, status["message"])
+            if note:
+                await self.writer.event(written, "ChargeDiffers", note, warning=True)
+        return changed
+
+    async def _write_queue_status(self, world: World, state: QueueState, waiting: tuple[Wait, ...]) -> None:
+        pending_cq: dict[str, int] = {}
+        pending_lq: dict[str, int] = {}
+        groups = {g.key: g for g in world.groups}
+        for wait in waiting:
+            pending_cq[wait.cluster_queue] = pending_cq.get(wait.cluster_queue, 0) + 1
+            group = groups[wait.group]
+            key = f"{group.namespace}/{group.queue}"
+            pending_lq[key] = pending_lq.get(key, 0) + 1
+        for queue in world.cluster_queues:
+            status = cluster_queue_status(state, queue.name, pending_cq.get(queue.name, 0))
+            if self._queue_status.get(f"cq {queue.name}") != status:
+                await self._queue_write(f"cq {queue.name}", status,
+                                        self.writer.cluster_queue_status(queue.name, status))
+        for key, local in world.local_queues.items():
+            status = local_queue_status(state, key, pending_lq.get(key, 0))
+            if self._queue_status.get(f"lq {key}") != status:
+                await self._queue_write(f"lq {key}", status,
+                                        self.writer.local_queue_status(local.namespace, local.name, status))
+
+    async def _queue_write(self, memo: str, status: Mapping[str, Any], write: Any) -> None:
+        try:
+            await write
+            self._queue_status[memo] = status
+        except KubeApiError as err:
+            log.warning("status of %s: %s", memo, err)

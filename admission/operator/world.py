@@ -1,0 +1,119 @@
+"""From cached manifests to the pure core's inputs: models, groups, queues, units, the cycle input."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from admission.core.allocator import Snapshot
+from admission.core.errors import DraqError
+from admission.core.features import FeatureGates
+from admission.core.gang import CycleInput, GroupView, collect_groups, promised_devices, rebuild_state
+from admission.core.models import Model, Pod, parse_object
+from admission.core.quota import (
+    ClusterQueue,
+    CompiledUnit,
+    DraCel,
+    LocalQueue,
+    PodGroup,
+    QueueState,
+    compile_unit,
+    device_selected,
+    parse_cluster_queue,
+    parse_local_queue,
+    parse_pod_group,
+    parse_quota_unit,
+)
+from admission.operator.cache import OperatorCache
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    """One consistent reading of the cache, parsed."""
+
+    snapshot: Snapshot
+    groups: tuple[GroupView, ...]
+    cluster_queues: tuple[ClusterQueue, ...]
+    local_queues: Mapping[str, LocalQueue]
+    units: tuple[CompiledUnit, ...]
+    state: QueueState
+    namespace_labels: Mapping[str, Mapping[str, str]]
+    manifests: Mapping[str, Mapping[str, Any]]  # `Pod ns/name`, `PodGroup ns/name` -> cached manifest
+
+    def cycle_input(self, gates: FeatureGates) -> CycleInput:
+        promised = promised_devices(self.groups, self.snapshot.claims)
+        return CycleInput(self.snapshot, gates, self.groups, self.local_queues, self.units, self.state,
+                          device_selected, promised, self.namespace_labels)
+
+
+class WorldReader:
+    """Parses the cache; objects that do not parse are skipped with one warning each (per version)."""
+
+    def __init__(self, cache: OperatorCache) -> None:
+        self.cache = cache
+        self._warned: set[tuple[str, str]] = set()
+
+    def read(self) -> World:
+        models: list[Model] = []
+        for kind in DRA_KINDS:
+            models.extend(self._parsed(kind, lambda m: parse_object(m)))
+        pod_manifests = [m for m in self.cache.objects("Pod") if m.get("spec") is not None]
+        pods = [p for p in self._parse_each("Pod", pod_manifests, parse_object) if isinstance(p, Pod)]
+        group_manifests = self.cache.objects("PodGroup")
+        pod_groups = self._parse_each("PodGroup", group_manifests, parse_pod_group)
+        created = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": str(_meta(m).get("creationTimestamp", ""))
+                   for m in group_manifests}
+        groups = collect_groups(pods, pod_groups, created)
+        queues = tuple(self._parsed("ClusterQueue", parse_cluster_queue))
+        local_queues = {q.key: q for q in self._parsed("LocalQueue", parse_local_queue)}
+        units = tuple(self._parsed("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel())))
+        labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
+                  for n in self.cache.objects("Namespace")}
+        manifests = {f"Pod {_key(m)}": m for m in pod_manifests}
+        manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
+        return World(Snapshot.from_models(models), groups, queues, local_queues, units,
+                     _state(queues, groups), labels, manifests)
+
+    def _parsed(self, kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
+        return self._parse_each(kind, self.cache.objects(kind), parse)
+
+    def _parse_each(self, kind: str, manifests: Iterable[Mapping[str, Any]],
+                    parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
+        parsed = []
+        for manifest in manifests:
+            try:
+                parsed.append(parse(manifest))
+            except DraqError as err:
+                marker = (f"{kind} {_key(manifest)}", str(_meta(manifest).get("resourceVersion")))
+                if marker not in self._warned:
+                    self._warned.add(marker)
+                    log.warning("ignoring %s: %s", marker[0], err)
+        return parsed
+
+
+def _state(queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...]) -> QueueState:
+    try:
+        return rebuild_state(queues, groups)
+    except DraqError as err:  # e.g. a PodGroup admitted twice by hand-edited status
+        log.error("rebuilding queue usage from PodGroup status: %s", err)
+        return QueueState.empty(queues)
+
+
+def _meta(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = manifest.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _key(manifest: Mapping[str, Any]) -> str:
+    meta = _meta(manifest)
+    return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+
+
+def pod_group_of(groups: Iterable[GroupView], key: str) -> PodGroup | None:
+    return next((g.pod_group for g in groups if g.key == key), None)

@@ -1,0 +1,116 @@
+"""Every write the admission loop makes: PodGroup objects and status, gate removal, queue status, Events.
+
+Writes return the object the API answered with and hand it to the cache (`assume`), so the next
+cycle sees its own decisions even before the watch delivers them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from admission.core.gating import GATE
+from admission.operator.cache import DRAQ, OperatorCache
+from admission.webhook.kube_api import KubeApi, KubeApiError
+
+log = logging.getLogger(__name__)
+COMPONENT = "draq-operator"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_group_path(namespace: str, name: str) -> str:
+    return f"{DRAQ}/namespaces/{namespace}/podgroups/{name}"
+
+
+class Writer:
+    def __init__(self, api: KubeApi, cache: OperatorCache) -> None:
+        self.api = api
+        self.cache = cache
+
+    # ----- PodGroup ---------------------------------------------------------------------------------
+    async def ensure_pod_group(self, namespace: str, name: str, min_member: int, queue: str) -> dict[str, Any]:
+        """Create the PodGroup of a label-defined group (or read it, when another writer was first)."""
+        body = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": namespace,
+                             "labels": {"app.kubernetes.io/managed-by": "draq"}},
+                "spec": {"minMember": min_member, "queue": queue}}
+        try:
+            created = await self.api.create(f"{DRAQ}/namespaces/{namespace}/podgroups", body)
+        except KubeApiError as err:
+            if err.status != 409:
+                raise
+            created = await self.api.get(pod_group_path(namespace, name))
+        self.cache.assume("PodGroup", created)
+        return created
+
+    async def pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any],
+                               resource_version: str | None = None) -> dict[str, Any]:
+        """Merge `status` into the PodGroup's status; with `resource_version`, only if unchanged since."""
+        body: dict[str, Any] = {"status": dict(status)}
+        if resource_version:
+            body["metadata"] = {"resourceVersion": resource_version}
+        written = await self.api.merge_patch(pod_group_path(namespace, name) + "/status", body)
+        self.cache.assume("PodGroup", written)
+        return written
+
+    # ----- pods -------------------------------------------------------------------------------------
+    async def ungate(self, namespace: str, name: str, cached: Mapping[str, Any] | None) -> bool:
+        """Remove draq's gate from a pod; the `test` op makes a concurrent change of the gates fail the
+        patch instead of being overwritten. False when the pod is gone or no longer gated."""
+        pod = cached
+        for _ in range(3):
+            if pod is None:
+                try:
+                    pod = await self.api.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+                except KubeApiError as err:
+                    if err.status == 404:
+                        return False
+                    raise
+            gates = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+            if GATE not in gates:
+                return False
+            index = gates.index(GATE)
+            patch = [{"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
+                     {"op": "remove", "path": f"/spec/schedulingGates/{index}"}]
+            try:
+                written = await self.api.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                                                 cast(Any, patch), content_type="application/json-patch+json")
+            except KubeApiError as err:
+                if err.status not in (409, 422):
+                    raise
+                pod = None  # the gates changed under us: read the pod again
+                continue
+            self.cache.assume("Pod", written)
+            return True
+        raise KubeApiError("PATCH", f"pod {namespace}/{name}", 409, "scheduling gates kept changing")
+
+    # ----- queues -----------------------------------------------------------------------------------
+    async def cluster_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
+        await self.api.merge_patch(f"{DRAQ}/clusterqueues/{name}/status", {"status": dict(status)})
+
+    async def local_queue_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        await self.api.merge_patch(f"{DRAQ}/namespaces/{namespace}/localqueues/{name}/status",
+                                   {"status": dict(status)})
+
+    # ----- events -----------------------------------------------------------------------------------
+    async def event(self, involved: Mapping[str, Any], reason: str, message: str, warning: bool = False) -> None:
+        meta = involved.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        stamp = now()
+        body = {"apiVersion": "v1", "kind": "Event",
+                "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
+                "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
+                                   "name": meta.get("name"), "namespace": namespace, "uid": meta.get("uid"),
+                                   "resourceVersion": meta.get("resourceVersion")},
+                "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
+                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+                "source": {"component": COMPONENT}, "reportingComponent": COMPONENT}
+        try:
+            await self.api.create(f"/api/v1/namespaces/{namespace}/events", body)
+        except KubeApiError as err:  # an Event is a courtesy: never fail a cycle for it
+            log.warning("event %s for %s/%s: %s", reason, namespace, meta.get("name"), err)
