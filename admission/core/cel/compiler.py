@@ -261,7 +261,8 @@ class _Compiler:
         static = operand.type.params[0] if node.optional and operand.type.name == "optional_type" \
             else operand.type
         bad_list_index = static.name == "list" and not (key.type.is_dyn or key.type in NUMERIC)
-        if bad_list_index or not (static.is_dyn or static.name in ("list", "map")):
+        bad_map_key = static.name == "map" and not _comparable_for_equality(static.params[0], key.type)
+        if bad_list_index or bad_map_key or not (static.is_dyn or static.name in ("list", "map")):
             self.error(node.pos, f"found no matching overload for '_[_]' applied to '({static}, {key.type})'")
         run, key_run = operand.run, key.run
         if node.optional:

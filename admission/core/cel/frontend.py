@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Final
 
 # Importing the libraries registers their functions.
-from admission.core.cel import lib_kubernetes, lib_lists, lib_optional, lib_strings, stdlib  # noqa: F401
+from admission.core.cel import (  # noqa: F401
+    lib_format,
+    lib_kubernetes,
+    lib_lists,
+    lib_optional,
+    lib_strings,
+    stdlib,
+)
 from admission.core.cel.compiler import CompiledTree, Environment, compile_tree
 from admission.core.cel.errors import CelCompileError, Issue, format_issues
 from admission.core.cel.parser import ParseError, parse

@@ -33,7 +33,8 @@ Closure = Callable[[Context], object]
 
 
 def no_such_key(key: object) -> CelRuntimeError:
-    return CelRuntimeError(f"no such key: {key}")
+    shown = ("true" if key else "false") if isinstance(key, bool) else key
+    return CelRuntimeError(f"no such key: {shown}")
 
 
 def select(value: object, field: str) -> object:

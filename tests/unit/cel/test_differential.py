@@ -139,8 +139,45 @@ def _bools(depth: int) -> st.SearchStrategy[str]:
     )
 
 
+MAPS = ['{}', '{"a": 1}', '{"a": 1, "b": 2}', '{1: "x", 2: "y"}', '{true: 1, false: 0}', '{"k": [1, 2]}']
+
+
+@cache
+def _maps(depth: int) -> st.SearchStrategy[str]:
+    leaf = st.sampled_from(MAPS)
+    if depth <= 0:
+        return leaf
+    ints = _ints(depth - 1)
+    return st.one_of(
+        leaf,
+        st.builds(lambda a, b: f'{{"x": {a}, "y": {b}}}', ints, ints),
+        st.builds(lambda s, a: f"{{{s}: {a}}}", _strings(depth - 1), ints),
+    )
+
+
+@cache
+def _map_queries(depth: int) -> st.SearchStrategy[str]:
+    maps = _maps(depth)
+    keys = st.sampled_from(['"a"', '"x"', "1", "1u", "1.0", "1.5", "true", '"k"'])
+    return st.one_of(
+        st.builds(lambda m, k: f"{m}[{k}]", maps, keys),
+        st.builds(lambda m, k: f"({k} in {m})", maps, keys),
+        st.builds(lambda m, f: f"has({m}.{f})", maps, st.sampled_from(["a", "x", "k", "z"])),
+        st.builds(lambda m, f: f"{m}.{f}", maps, st.sampled_from(["a", "x", "k", "z"])),
+        st.builds(lambda m: f"{m}.size()", maps),
+        st.builds(lambda m, op: f"{m}.{op}(k, k == \"a\" || k == 1)", maps,
+                  st.sampled_from(["all", "exists", "exists_one"])),
+        st.builds(lambda m: f"{m}.map(k, type(k) == string).size()", maps),
+        st.builds(lambda a, b: f"({a} == {b})", maps, maps),
+        st.builds(lambda b, t: f"{b} + {t}", st.sampled_from(['b"ab"', "b'\\xff'", 'b""']),
+                  st.sampled_from(['b"c"', 'b"\\x00"'])),
+        st.builds(lambda b: f"size({b})", st.sampled_from(['b"ab"', "b'\\xff'", 'b""', "bytes('é')"])),
+        st.builds(lambda x: f"string({x})", st.sampled_from(DOUBLES + UINTS + ['b"ab"', "true"])),
+    )
+
+
 MACROS = (".all(", ".exists", ".map(", ".filter(")
-EXPRESSIONS = st.one_of(_bools(3), _ints(3), _strings(2), _lists(2), _doubles(2), _uints(2))
+EXPRESSIONS = st.one_of(_bools(3), _ints(3), _strings(2), _lists(2), _doubles(2), _uints(2), _map_queries(2))
 
 
 def _reference(expression: str) -> tuple[str, Any]:

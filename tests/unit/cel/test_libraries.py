@@ -222,3 +222,23 @@ def test_activation_values_must_match_declared_types() -> None:
     with pytest.raises(CelRuntimeError, match="variable x: declared int, got a value of type string"):
         program.evaluate({"x": "a"})
     assert compile_expression("x > 1.5", {"x": float}).evaluate({"x": 2}) is True
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
+    ("'%s has %d GPUs'.format(['node-1', 8])", "node-1 has 8 GPUs"),
+    ("'%.2f|%f|%e'.format([3.14159, 1.5, 12345.678])", "3.14|1.500000|1.234568e+04"),
+    ("'%b %o %x %X %%'.format([5, 8, 255, 255])", "101 10 ff FF %"),
+    ("'%x'.format(['hi'])", "6869"),
+    ("'%x'.format([-255])", "-ff"),
+    ("'%s'.format([[1, 'a', true, null, 1.5]])", '[1, "a", true, null, 1.5]'),
+    ("'%s'.format([{'b': 1, 'a': 2}])", '{"a": 2, "b": 1}'),
+    ("'%f'.format([double('inf')])", "Infinity"),
+])
+def test_format(expression: str, expected: str) -> None:
+    assert run(expression) == expected
+
+
+def test_format_errors() -> None:
+    fails("'%d'.format([1.5]) == ''", "decimal clause can only be used on integers")
+    fails("'%s %s'.format([1]) == ''", "index 1 out of range")
+    fails("'%5d'.format([1]) == ''", "could not parse formatting clause")
