@@ -18,6 +18,8 @@ from admission.core.cel import functions as fn
 from admission.core.cel import runtime as rt
 from admission.core.cel.device import MISSING, unsupported_list
 from admission.core.cel.errors import CelRuntimeError, Issue
+from admission.core.cel.logic import chain_of, conjunction_of, disjunction_of
+from admission.core.cel.loops import UNBOUND, Loop, restore
 from admission.core.cel.runtime import Closure, Context
 from admission.core.cel.types import (
     BOOL,
@@ -391,9 +393,9 @@ class _Compiler:
         runs = [c.run for c in compiled]
         conjunction = node.function == "_&&_"
         if len(runs) == 2:
-            run = _and(*runs) if conjunction else _or(*runs)
+            run = conjunction_of(*runs) if conjunction else disjunction_of(*runs)
         else:
-            run = _chain(runs, stop_on=not conjunction, name=node.function)
+            run = chain_of(runs, stop_on=not conjunction, name=node.function)
         return Code(BOOL, run)
 
     def conditional(self, node: ast.Call) -> Code:
@@ -465,12 +467,12 @@ class _Compiler:
         name, init_run, body_run = node.name, init.run, body.run
 
         def bind(c: Context) -> object:
-            saved = c.vars.get(name, _NOT_CONSTANT)
+            saved = c.vars.get(name, UNBOUND)
             c.vars[name] = init_run(c)
             try:
                 return body_run(c)
             finally:
-                _restore(c.vars, name, saved)
+                restore(c.vars, name, saved)
         return Code(body.type, bind)
 
     def visit_Comprehension(self, node: ast.Comprehension) -> Code:
@@ -493,7 +495,7 @@ class _Compiler:
         bodies = [self.compile(arg) for arg in node.args]
         self.scopes.pop()
         cost = ast.count_nodes(node) - ast.count_nodes(node.target)
-        loop = _Loop(node.variables, two, target.run, [b.run for b in bodies], cost)
+        loop = Loop(node.variables, two, target.run, [b.run for b in bodies], cost)
         macro = node.macro
         if macro in ("all", "exists", "exists_one", "existsOne", "filter") or \
                 (macro == "map" and len(bodies) == 2):
@@ -532,13 +534,6 @@ def _comparable_for_equality(left: Type, right: Type) -> bool:
     return left.name == right.name and assignable(left, right)
 
 
-def _restore(variables: dict[str, object], name: str, saved: object) -> None:
-    if saved is _NOT_CONSTANT:
-        variables.pop(name, None)
-    else:
-        variables[name] = saved
-
-
 def _call_closure(impl: fn.Impl, runs: list[Closure]) -> Closure:
     if len(runs) == 0:
         return lambda c: impl()
@@ -558,176 +553,3 @@ def _charged(run: Closure) -> Closure:
             c.charge(len(result) // 10 + 1)
         return result
     return charged
-
-
-def _and(left: Closure, right: Closure) -> Closure:
-    def conjunction(c: Context) -> object:
-        try:
-            a = left(c)
-        except CelRuntimeError as error:
-            if right(c) is False:
-                return False
-            raise error from None
-        if a is False:
-            return False
-        b = right(c)
-        if b is False:
-            return False
-        if a is True and b is True:
-            return True
-        return _logic_error("_&&_", a, b)
-    return conjunction
-
-
-def _or(left: Closure, right: Closure) -> Closure:
-    def disjunction(c: Context) -> object:
-        try:
-            a = left(c)
-        except CelRuntimeError as error:
-            if right(c) is True:
-                return True
-            raise error from None
-        if a is True:
-            return True
-        b = right(c)
-        if b is True:
-            return True
-        if a is False and b is False:
-            return False
-        return _logic_error("_||_", a, b)
-    return disjunction
-
-
-def _chain(runs: list[Closure], stop_on: bool, name: str) -> Closure:
-    """`a && b && ...` (stop_on False) or `a || b || ...` (stop_on True), absorbing errors as CEL does."""
-    def chain(c: Context) -> object:
-        error: CelRuntimeError | None = None
-        for run in runs:
-            try:
-                value = run(c)
-            except CelRuntimeError as failure:
-                error = error or failure
-                continue
-            if value is stop_on:
-                return stop_on
-            if value is not (not stop_on) and error is None:
-                error = CelRuntimeError(f"no such overload: {name} applied to {kind(value)}")
-        if error is not None:
-            raise CelRuntimeError(str(error))
-        return not stop_on
-    return chain
-
-
-def _logic_error(name: str, a: object, b: object) -> object:
-    raise CelRuntimeError(f"no such overload: {name}({kind(a)}, {kind(b)})")
-
-
-class _Loop:
-    """Runs a comprehension body per element, charging the body's cost per iteration.
-
-    Loop variables are bound in the context's variables and restored afterwards, also when the
-    loop stops early or fails.
-    """
-
-    def __init__(self, variables: tuple[str, ...], two: bool, target: Closure, bodies: list[Closure],
-                 cost: int) -> None:
-        self.variables, self.two, self.target, self.bodies, self.cost = variables, two, target, bodies, cost
-
-    def run(self, c: Context, step: Callable[[object], bool]) -> None:
-        """Call `step(first_variable)` per element until it returns True."""
-        items = rt.iteration_items(self.target(c), self.two)
-        first = self.variables[0]
-        second = self.variables[1] if self.two else None
-        saved = [c.vars.get(v, _NOT_CONSTANT) for v in self.variables]
-        try:
-            for key, value in items:
-                c.charge(self.cost)
-                c.vars[first] = key
-                if second is not None:
-                    c.vars[second] = value
-                if step(key):
-                    return
-        finally:
-            for variable, old in zip(self.variables, saved, strict=True):
-                _restore(c.vars, variable, old)
-
-    def all(self, c: Context) -> object:
-        return self._quantifier(c, stop_on=False)
-
-    def exists(self, c: Context) -> object:
-        return self._quantifier(c, stop_on=True)
-
-    def _quantifier(self, c: Context, stop_on: bool) -> object:
-        predicate = self.bodies[0]
-        pending: list[CelRuntimeError] = []
-        decided = [False]
-
-        def step(_: object) -> bool:
-            try:
-                outcome = predicate(c)
-            except CelRuntimeError as error:
-                pending.append(error)
-                return False
-            if outcome is stop_on:
-                decided[0] = True
-                return True
-            if outcome is not (not stop_on):
-                pending.append(CelRuntimeError(f"no such overload: predicate of type {kind(outcome)}"))
-            return False
-
-        self.run(c, step)
-        if decided[0]:
-            return stop_on
-        if pending:
-            raise CelRuntimeError(str(pending[0]))
-        return not stop_on
-
-    def exists_one(self, c: Context) -> object:
-        predicate = self.bodies[0]
-        count = [0]
-
-        def step(_: object) -> bool:
-            if rt.require_bool(predicate(c), "exists_one"):
-                count[0] += 1
-            return False
-
-        self.run(c, step)
-        return count[0] == 1
-
-    def filter(self, c: Context) -> object:
-        predicate = self.bodies[0]
-        kept: list[object] = []
-
-        def step(key: object) -> bool:
-            if rt.require_bool(predicate(c), "filter"):
-                kept.append(key)
-            return False
-
-        self.run(c, step)
-        return tuple(kept)
-
-    def map(self, c: Context) -> object:
-        transform = self.bodies[-1]
-        predicate = self.bodies[0] if len(self.bodies) == 2 else None
-        mapped: list[object] = []
-
-        def step(_: object) -> bool:
-            if predicate is None or rt.require_bool(predicate(c), "map"):
-                mapped.append(transform(c))
-            return False
-
-        self.run(c, step)
-        return tuple(mapped)
-
-    def transform_map(self, c: Context) -> object:
-        transform = self.bodies[-1]
-        predicate = self.bodies[0] if len(self.bodies) == 2 else None
-        pairs: list[tuple[object, object]] = []
-
-        def step(key: object) -> bool:
-            if predicate is None or rt.require_bool(predicate(c), "transformMap"):
-                pairs.append((key, transform(c)))
-            return False
-
-        self.run(c, step)
-        return rt.build_map(pairs)
