@@ -20,7 +20,6 @@ def restore(variables: dict[str, object], name: str, saved: object) -> None:
         variables[name] = saved
 
 
-
 class Loop:
     """Runs a comprehension body per element, charging the body's cost per iteration.
 
