@@ -12,6 +12,7 @@ from admission.core.cel.errors import CelCompileError, CelRuntimeError
 from admission.core.cel.frontend import compile_checked
 from admission.core.cel.runtime import COST_LIMIT, Context
 from admission.core.cel.types import BOOL, DEVICE
+from admission.core.cel.values import type_value
 from admission.core.semver import Semver
 
 MEMO_SIZE: Final = 4096
@@ -93,7 +94,7 @@ class Program:
             raise CelRuntimeError(f"evaluation failed: {error}") from None
         if result is True or result is False:
             return result
-        raise CelRuntimeError(f"selector result must be bool, got {type(result).__name__} ({result!r})")
+        raise CelRuntimeError(f"CEL result of type {type_value(result)} could not be converted to bool")
 
     def __repr__(self) -> str:
         return f"Program({self.expression!r})"
