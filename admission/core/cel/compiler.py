@@ -364,7 +364,7 @@ class _Compiler:
             return self.error(node.pos, f"found no matching overload for '{name}' applied to '{shown}'")
         impl = fn.dispatcher(name, found, types)
         static = fn.result_type(found, types)
-        if all(a.constant is not _NOT_CONSTANT for a in args):
+        if all(a.constant is not _NOT_CONSTANT and _small(a.constant) for a in args):
             try:
                 return _constant(impl(*(a.constant for a in args)), static)
             except CelRuntimeError:
@@ -515,6 +515,11 @@ class _Compiler:
         if macro == "transformList":
             return Code(list_of(bodies[-1].type), loop.map)
         return Code(map_of(first, bodies[-1].type), loop.transform_map)
+
+
+def _small(constant: object) -> bool:
+    """Whether a constant is small enough to fold calls on it at compile time (where no cost is charged)."""
+    return not isinstance(constant, (str, bytes, tuple)) or len(constant) <= 4096
 
 
 def _direct_relation(name: str, left: Code, right: Code) -> Closure:

@@ -56,13 +56,23 @@ def _upper_ascii(text: str) -> str:
     return text.translate(_UPPER)
 
 
+# The longest string a single call may build: the cost limit is charged after a call returns, so
+# a call that would multiply sizes (`replace('', long)`) is stopped before it allocates.
+MAX_RESULT_LENGTH = 10_000_000
+
+
 @define("replace", "string, string, string", "string", member=True)
 def _replace(text: str, old: str, new: str) -> str:
-    return text.replace(old, new)
+    return _replace_n(text, old, new, -1)
 
 
 @define("replace", "string, string, string, int", "string", member=True)
 def _replace_n(text: str, old: str, new: str, count: int) -> str:
+    occurrences = text.count(old)
+    if count >= 0:
+        occurrences = min(occurrences, count)
+    if len(text) + occurrences * (len(new) - len(old)) > MAX_RESULT_LENGTH:
+        raise CelRuntimeError("operation cancelled: actual cost limit exceeded (replace() result too large)")
     return text.replace(old, new, count if count >= 0 else -1)
 
 

@@ -164,3 +164,13 @@ def test_cost_is_per_evaluation() -> None:
     moderate = compile_expression(f"{ten}.map(a, {ten}.map(b, {ten}.map(c, c))).size()", {})
     for _ in range(5):
         assert moderate.evaluate({}) == 10
+
+
+def test_constant_folding_does_not_build_huge_values() -> None:
+    expression = "'aaaa'" + ".replace('a', 'aaaa')" * 20 + ".size() > 0"
+    assert "cost limit exceeded" in runtime_error(expression)
+
+
+def test_multiplying_replace_is_stopped_before_it_allocates() -> None:
+    grow = "cel.bind(s, 'xxxxxxxxxx'" + " + 'xxxxxxxxxx'" * 99 + ", cel.bind(t, s + s + s + s + s, "
+    assert "cost limit exceeded" in runtime_error(grow + "t.replace('', t + t + t).size() > 0))")
