@@ -174,3 +174,13 @@ def test_constant_folding_does_not_build_huge_values() -> None:
 def test_multiplying_replace_is_stopped_before_it_allocates() -> None:
     grow = "cel.bind(s, 'xxxxxxxxxx'" + " + 'xxxxxxxxxx'" * 99 + ", cel.bind(t, s + s + s + s + s, "
     assert "cost limit exceeded" in runtime_error(grow + "t.replace('', t + t + t).size() > 0))")
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\\1", "a(?=b)", "a(?!b)", "(?<=a)b", "(?>a+)", "a++", "a*+"])
+def test_regex_syntax_outside_re2_is_rejected(pattern: str) -> None:
+    assert "is not RE2 syntax" in runtime_error(f"'ab'.matches('{pattern}')")
+
+
+def test_regex_end_of_text() -> None:
+    assert compile_expression(r"'ab\n'.matches('b\\z')", {}).evaluate({}) is False
+    assert compile_expression(r"'ab'.matches('b\\z')", {}).evaluate({}) is True
