@@ -112,3 +112,64 @@ def test_refresh_fetches_what_a_decision_missed_and_remembers_misses() -> None:
 def test_object_paths() -> None:
     assert LOCAL_QUEUES.object_path("t", "q") == "/apis/draq.io/v1alpha1/namespaces/t/localqueues/q"
     assert NAMESPACES.object_path("", "t") == "/api/v1/namespaces/t"
+
+
+class SecretApi:
+    """Secrets by path; `create` refuses a name that exists (409), as the API server does."""
+
+    def __init__(self) -> None:
+        self.secrets: dict[str, dict[str, Any]] = {}
+        self.creates = 0
+
+    async def get(self, path: str, params: Any = None) -> dict[str, Any]:
+        if path not in self.secrets:
+            raise KubeApiError("GET", path, 404, "not found")
+        return self.secrets[path]
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.creates += 1
+        full = f"{path}/{body['metadata']['name']}"
+        if full in self.secrets:
+            raise KubeApiError("POST", path, 409, "already exists")
+        self.secrets[full] = body
+        return body
+
+
+def test_replicas_share_one_ca_from_the_secret() -> None:
+    from admission.webhook.rotation import SecretCA
+
+    async def go() -> None:
+        api = SecretApi()
+        first = await SecretCA(api, "draq-system").load_or_create()  # type: ignore[arg-type]
+        second = await SecretCA(api, "draq-system").load_or_create()  # type: ignore[arg-type]
+        assert first == second and api.creates == 1
+
+        # Two replicas starting together: this one's GET came before the other's create, so its own
+        # create is refused (409) and it reads the winner's CA.
+        racing = SecretApi()
+        winner = await SecretCA(racing, "draq-system").load_or_create()  # type: ignore[arg-type]
+        stale = [True]
+        original_get = racing.get
+
+        async def get_before_the_other_replica(path: str, params: Any = None) -> dict[str, Any]:
+            if stale.pop() if stale else False:
+                raise KubeApiError("GET", path, 404, "not found")
+            return await original_get(path, params)
+
+        racing.get = get_before_the_other_replica  # type: ignore[method-assign]
+        loser = await SecretCA(racing, "draq-system").load_or_create()  # type: ignore[arg-type]
+        assert loser == winner and racing.creates == 2
+
+    asyncio.run(go())
+
+
+def test_a_damaged_ca_secret_says_how_to_recover() -> None:
+    import pytest
+
+    from admission.core.errors import DraqError
+    from admission.webhook.rotation import SecretCA
+
+    api = SecretApi()
+    api.secrets["/api/v1/namespaces/draq-system/secrets/draq-webhook-ca"] = {"data": {"ca.crt": "eA=="}}
+    with pytest.raises(DraqError, match="delete it to make a new CA"):
+        asyncio.run(SecretCA(api, "draq-system").load_or_create())  # type: ignore[arg-type]
