@@ -11,6 +11,8 @@ from admission.core.cel.values import UInt
 from admission.core.quantity import Quantity, parse_quantity
 from admission.core.semver import Semver
 
+from .conftest import DRIVER, gpu
+
 
 def run(expression: str, **variables: object) -> object:
     return compile_expression(expression, {name: object for name in variables}).evaluate(variables)
@@ -242,3 +244,11 @@ def test_format_errors() -> None:
     fails("'%d'.format([1.5]) == ''", "decimal clause can only be used on integers")
     fails("'%s %s'.format([1]) == ''", "index 1 out of range")
     fails("'%5d'.format([1]) == ''", "could not parse formatting clause")
+
+
+def test_compile_expression_with_a_device_variable() -> None:
+    weight = compile_expression(
+        f'device.capacity["{DRIVER}"].memory.asApproximateFloat() / 1073741824.0', {"device": "device"})
+    assert weight.evaluate({"device": gpu(memory="80Gi")}) == 80.0
+    with pytest.raises(CelCompileError, match="undefined field 'vendor'"):
+        compile_expression("device.vendor", {"device": "device"})
