@@ -69,4 +69,5 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
     print(f"\n{TRIALS} trials, scheduler verdicts: {tally}")
     assert tally.get("pending", 0) == 0, "some pods got no verdict from the scheduler in time"
     assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
-    assert not disagreements, f"{len(disagreements)} disagreements; first:\n" + disagreements[0]
+    headlines = "\n".join(d.splitlines()[0] for d in disagreements)
+    assert not disagreements, f"{len(disagreements)} disagreements:\n{headlines}\nfirst in full:\n{disagreements[0]}"

@@ -367,23 +367,48 @@ class NodeSearch:
         plan = self.plans[claim_index]
         if request_index == len(plan.requests):
             return self._claim(claim_index + 1)
-        for alternative in plan.requests[request_index]:
+        alternatives = plan.requests[request_index]
+        for position, alternative in enumerate(alternatives):
             if len(plan.picks) + alternative.count > MAX_RESULTS_PER_CLAIM:
                 continue
-            if alternative.all_devices is not None:
+            if alternative.all_devices is not None and position > 0 and self.gates.minor <= 35:
+                if self._take_all_then_first_alternative(claim_index, request_index, alternative, alternatives[0]):
+                    return True
+            elif alternative.all_devices is not None:
                 if self._take_all(claim_index, request_index, alternative):
                     return True
             elif self._slot(claim_index, request_index, alternative, 0, 0):
                 return True
         return False
 
-    def _take_all(self, claim_index: int, request_index: int, alternative: Alternative) -> bool:
+    def _take_all_then_first_alternative(self, claim_index: int, request_index: int, alternative: Alternative,
+                                         first: Alternative) -> bool:
+        """Kubernetes 1.34 and 1.35: an `All` subrequest other than the first takes its first device, then
+        the upstream search goes on with the *first* subrequest's data from device slot 1 (its recursion
+        drops the subrequest index; fixed in 1.36). Reproduced because those schedulers answer that way."""
+        plan = self.plans[claim_index]
+        devices = alternative.all_devices or []
+        if not devices:
+            return False
+        pick = self.take(plan, alternative, devices[0], strict=True)
+        if pick is None:
+            return False
+        if first.all_devices is not None:
+            done = self._take_all(claim_index, request_index, first, start=1)
+        else:
+            done = self._slot(claim_index, request_index, first, 1, 0)
+        if done:
+            return True
+        self.release(plan, pick)
+        return False
+
+    def _take_all(self, claim_index: int, request_index: int, alternative: Alternative, start: int = 0) -> bool:
         plan = self.plans[claim_index]
         devices = alternative.all_devices or []
         if not devices:
             return False
         taken: list[Pick] = []
-        for device in devices:
+        for device in devices[start:]:
             pick = self.take(plan, alternative, device, strict=True)
             if pick is None:
                 break
