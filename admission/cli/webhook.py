@@ -41,6 +41,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cert-file", type=Path, help="serve this certificate (watched and reloaded)")
     parser.add_argument("--key-file", type=Path, help="key of --cert-file")
     parser.add_argument("--ca-file", type=Path, help="CA of --cert-file, published as caBundle")
+    parser.add_argument("--cert-reload-seconds", type=float, default=10.0,
+                        help="how often --cert-file/--key-file are checked for changes (default 10)")
+    parser.add_argument("--resync-seconds", type=float, default=60.0,
+                        help="how often the webhook configurations are checked and repaired (default 60)")
     parser.add_argument("--no-configurations", action="store_true",
                         help="do not create or update the webhook configurations")
     parser.add_argument("--print-configurations", action="store_true",
@@ -51,6 +55,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> WebhookSettings:
     if bool(args.cert_file) != bool(args.key_file):
         raise InvalidInput("draq webhook", "--cert-file/--key-file", "give both or neither")
+    for option in ("cert_reload_seconds", "resync_seconds"):
+        if not getattr(args, option) > 0:
+            raise InvalidInput("draq webhook", "--" + option.replace("_", "-"), "must be a positive number")
     if not 0 <= args.port <= 65535:
         raise InvalidInput("draq webhook", "--port", f"{args.port} is not a TCP port")
     if args.url:
@@ -70,7 +77,8 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         kubeconfig=args.kubeconfig, context=args.context, host=args.host, port=args.port,
         namespace=args.namespace, draq_user=args.draq_user, target=target, cert_hosts=tuple(hosts),
         cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
-        manage_configurations=not args.no_configurations,
+        manage_configurations=not args.no_configurations, cert_reload_seconds=args.cert_reload_seconds,
+        resync_seconds=args.resync_seconds,
     )
 
 

@@ -46,6 +46,8 @@ class WebhookSettings:
     # Create and keep current the webhook configurations (with the caBundle).
     manage_configurations: bool = True
     resync_seconds: float = 60.0
+    # How often externally provided certificate files are checked for changes.
+    cert_reload_seconds: float = 10.0
 
 
 class WebhookService:
@@ -76,7 +78,8 @@ class WebhookService:
     async def _start_certificates(self) -> None:
         settings = self.settings
         if settings.cert_file and settings.key_file:
-            watcher = CertFileWatcher(self.tls, settings.cert_file, settings.key_file)
+            watcher = CertFileWatcher(self.tls, settings.cert_file, settings.key_file,
+                                      settings.cert_reload_seconds)
             watcher.load()
             self._spawn(watcher.run())
             ca_file = settings.ca_file

@@ -8,9 +8,12 @@ managed pods are refused.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -21,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
 
+from admission.webhook.certificates import issue_serving, new_ca
 from e2e.controlplane import ControlPlane, ControlPlaneError, free_port
 from tests.e2e.waiting import until
 
@@ -93,7 +98,8 @@ def webhook(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactor
     port = free_port()
     log = tmp_path_factory.mktemp("webhook") / "webhook.log"
     argv = [sys.executable, "-m", "admission.cli.main", "webhook", "--kubeconfig", str(control_plane.kubeconfig),
-            "--host", "127.0.0.1", "--port", str(port), "--url", f"https://127.0.0.1:{port}"]
+            "--host", "127.0.0.1", "--port", str(port), "--url", f"https://127.0.0.1:{port}",
+            "--resync-seconds", "1"]
     with log.open("wb") as sink:
         process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -293,6 +299,67 @@ def test_claims_are_checked_against_selectors_and_quota(
                     "-n", managed)
     assert broken.returncode != 0
     assert "selectors[0].cel.expression" in broken.stderr
+
+
+def test_ca_bundle_is_the_ca_kept_in_the_secret(control_plane: ControlPlane, webhook: Webhook) -> None:
+    secret = get(control_plane, "secret", "draq-webhook-ca", "-n", "draq-system")
+    ca = secret["data"]["ca.crt"]
+    for kind, name in (("mutatingwebhookconfiguration", "draq-mutating"),
+                       ("validatingwebhookconfiguration", "draq-validating")):
+        for hook in get(control_plane, kind, name)["webhooks"]:
+            assert hook["clientConfig"]["caBundle"] == ca, hook["name"]
+    served = ssl.get_server_certificate(("127.0.0.1", webhook.port))
+    issued = x509.load_pem_x509_certificate(served.encode())
+    issued.verify_directly_issued_by(x509.load_pem_x509_certificate(base64.b64decode(ca)))
+
+
+def test_edited_ca_bundle_is_repaired(control_plane: ControlPlane, webhook: Webhook) -> None:
+    control_plane.kubectl("patch", "mutatingwebhookconfiguration", "draq-mutating", "--type=json", "-p",
+                          '[{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": "eA=="}]')
+    ca = get(control_plane, "secret", "draq-webhook-ca", "-n", "draq-system")["data"]["ca.crt"]
+    until("the caBundle to be repaired", lambda: get(
+        control_plane, "mutatingwebhookconfiguration", "draq-mutating")["webhooks"][0]["clientConfig"]
+        ["caBundle"] == ca, timeout=30)
+
+
+def test_external_certificate_files_are_served_and_reloaded(
+        control_plane: ControlPlane, webhook: Webhook, tmp_path: Path) -> None:
+    """The cert-manager way: draq serves mounted files and picks up their renewal."""
+    now = dt.datetime.now(dt.UTC)
+    ca = new_ca("external-ca", now)
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    first = issue_serving(ca, ["127.0.0.1"], now)
+    cert.write_bytes(first.cert_pem)
+    key.write_bytes(first.key_pem)
+    port = free_port()
+    argv = [sys.executable, "-m", "admission.cli.main", "webhook", "--kubeconfig", str(control_plane.kubeconfig),
+            "--host", "127.0.0.1", "--port", str(port), "--url", f"https://127.0.0.1:{port}",
+            "--no-configurations", "--cert-file", str(cert), "--key-file", str(key),
+            "--cert-reload-seconds", "0.5"]
+    log = tmp_path / "external.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        def serial() -> int | None:
+            try:
+                pem = ssl.get_server_certificate(("127.0.0.1", port), timeout=2)
+            except OSError:
+                return None
+            return x509.load_pem_x509_certificate(pem.encode()).serial_number
+
+        until("the external certificate to be served", lambda: serial() == first.certificate.serial_number,
+              timeout=60)
+        second = issue_serving(ca, ["127.0.0.1"], now)
+        key.write_bytes(second.key_pem)
+        cert.write_bytes(second.cert_pem)
+        until("the renewed certificate to be served", lambda: serial() == second.certificate.serial_number)
+        assert process.poll() is None, log.read_text()
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def test_with_the_webhook_stopped_only_managed_pods_are_refused(
