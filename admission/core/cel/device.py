@@ -131,3 +131,39 @@ class DeviceView(Mapping[str, object]):
 
     def __len__(self) -> int:
         return len(self._fields)
+
+
+_SCALARS: Final = frozenset({int, bool, str, Semver})
+VALIDATED_SIZE: Final = 65536
+# id(attributes) -> (attributes, driver, problem without list attributes, problem with them).
+# The mapping itself is kept, so its id cannot be reused while the entry exists.
+_validated: dict[int, tuple[object, str, str | None, str | None]] = {}
+
+
+def attribute_problem(device: DeviceLike, lists: bool) -> str | None:
+    """Why the device's attributes cannot be converted for CEL, or None.
+
+    As in Kubernetes, every attribute is converted before a selector runs, so one unusable value
+    fails every selector on the device. Results are remembered per attributes mapping (treated as
+    immutable), because the same devices are swept again and again.
+    """
+    attributes = device.attributes
+    entry = _validated.get(id(attributes))
+    if entry is None or entry[0] is not attributes or entry[1] != device.driver:
+        entry = (attributes, device.driver, _problem(device, False), _problem(device, True))
+        if len(_validated) >= VALIDATED_SIZE:
+            del _validated[next(iter(_validated))]
+        _validated[id(attributes)] = entry
+    return entry[3] if lists else entry[2]
+
+
+def _problem(device: DeviceLike, lists: bool) -> str | None:
+    for domain, values in device.attributes.items():
+        for name, value in values.items():
+            if type(value) in _SCALARS:
+                continue
+            if lists and type(value) is tuple and all(type(item) in _SCALARS for item in value):
+                continue
+            shown = name if domain == device.driver else f"{domain}/{name}"
+            return f"attribute {shown}: unsupported attribute value"
+    return None

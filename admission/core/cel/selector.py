@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
 
 from admission.core.cel.compiler import CompiledTree, Environment, Slot
-from admission.core.cel.device import MISSING, DeviceLike, DeviceView, device_fields
+from admission.core.cel.device import MISSING, DeviceLike, DeviceView, attribute_problem, device_fields
 from admission.core.cel.errors import CelCompileError, CelRuntimeError
 from admission.core.cel.frontend import compile_checked
 from admission.core.cel.runtime import COST_LIMIT, Context
 from admission.core.cel.types import BOOL, DEVICE
 from admission.core.cel.values import type_value
+from admission.core.quantity import Quantity
 from admission.core.semver import Semver
 
 MEMO_SIZE: Final = 4096
@@ -28,7 +29,8 @@ class _Failure:
         self.message = message
 
 
-Extractor = Callable[[DeviceLike], "tuple[tuple[object, ...], tuple[object, ...]]"]
+Reader = Callable[[DeviceLike], tuple[object, ...]]
+KeyedReader = Callable[[DeviceLike], tuple[tuple[object, ...], tuple[object, ...]]]
 
 
 class Program:
@@ -38,7 +40,8 @@ class Program:
                  list_attributes: bool, memoise: bool = True) -> None:
         self.expression = expression
         self._run = compiled.run
-        self._extract = _extractor(compiled.slots)
+        self._read: Reader = _reader(compiled.slots, keyed=False)
+        self._read_keyed: KeyedReader = _reader(compiled.slots, keyed=True)
         self._direct = compiled.reads_device_directly
         self._allow_multiple = allow_multiple_allocations
         self._lists = list_attributes
@@ -58,13 +61,13 @@ class Program:
     def evaluate(self, device: DeviceLike) -> bool:
         # As in Kubernetes, every attribute of the device is converted before evaluation: one
         # without a usable value fails every selector, whatever the selector reads.
-        for values in device.attributes.values():
-            if not _SCALARS.issuperset(map(type, values.values())):
-                _check_attributes(device, self._lists)
-        slots, key = self._extract(device)
+        problem = attribute_problem(device, self._lists)
+        if problem is not None:
+            raise CelRuntimeError(problem)
         cache = self._cache
         if cache is None:
-            return self._evaluate(device, slots)
+            return self._evaluate(device, self._read(device))
+        slots, key = self._read_keyed(device)
         hit = cache.get(key, _ABSENT)
         if hit is True or hit is False:
             return hit
@@ -119,32 +122,27 @@ def compile_selector(expression: str, *, allow_multiple_allocations: bool = Fals
     return Program(expression, compiled, allow_multiple_allocations, list_attributes)
 
 
-_SCALARS: Final = frozenset({int, bool, str, Semver})
-
-
-def _check_attributes(device: DeviceLike, lists: bool) -> None:
-    for domain, values in device.attributes.items():
-        for name, value in values.items():
-            if type(value) in _SCALARS:
-                continue
-            if lists and type(value) is tuple and all(type(item) in _SCALARS for item in value):
-                continue
-            shown = name if domain == device.driver else f"{domain}/{name}"
-            raise CelRuntimeError(f"attribute {shown}: unsupported attribute value")
-
-
 def _key_part(value: object) -> object:
-    """Values that Python would confuse (True and 1) stay apart in a memo key."""
-    if type(value) is bool:
+    """A memo-key stand-in for a value: cheap to hash, and apart from values Python would
+    confuse (True and 1). Quantities and versions hash slowly, so they are keyed by their parts."""
+    kind = type(value)
+    if kind is str or kind is int:
+        return value
+    if kind is Quantity:
+        number = value.value  # type: ignore[attr-defined]
+        return (Quantity, number.numerator, number.denominator)
+    if kind is Semver:
+        return (Semver, value.major, value.minor, value.patch, value.prerelease)  # type: ignore[attr-defined]
+    if kind is bool:
         return (bool, value)
-    if type(value) is tuple:
-        return (tuple, tuple(_key_part(v) for v in value))
+    if kind is tuple:
+        return (tuple, tuple(_key_part(v) for v in value))  # type: ignore[attr-defined]
     return value
 
 
-def _extractor(slots: tuple[Slot, ...]) -> Extractor:
-    """Generate a function reading every slot of a device, and the memo key made of those values."""
-    lines = ["def extract(device):"]
+def _reader(slots: tuple[Slot, ...], keyed: bool) -> Any:
+    """Generate a function reading every slot of a device (and, if keyed, the memo key made of them)."""
+    lines = ["def read(device):"]
     names = []
     for position, slot in enumerate(slots):
         name = f"v{position}"
@@ -157,16 +155,12 @@ def _extractor(slots: tuple[Slot, ...]) -> Extractor:
             lines.append(f"    d = device.{slot.field}.get({slot.domain!r})")
             lines.append(f"    {name} = MISSING if d is None else d.get({slot.name!r}, MISSING)")
     values = "".join(f"{n}, " for n in names)
-    attribute_keys = [f"({n} if type({n}) is str else key_part({n}))" if s.field == "attributes" else n
+    attribute_keys = [n if s.field == "driver" else f"({n} if type({n}) is str else key_part({n}))"
                       for n, s in zip(names, slots, strict=True)]
-    lines.append(f"    return ({values}), ({''.join(k + ', ' for k in attribute_keys)})")
-    namespace: dict[str, object] = {"MISSING": MISSING, "key_part": _key_part_fast}
+    if keyed:
+        lines.append(f"    return ({values}), ({''.join(k + ', ' for k in attribute_keys)})")
+    else:
+        lines.append(f"    return ({values})")
+    namespace: dict[str, object] = {"MISSING": MISSING, "key_part": _key_part}
     exec("\n".join(lines), namespace)
-    return namespace["extract"]  # type: ignore[return-value]
-
-
-def _key_part_fast(value: object) -> object:
-    kind = type(value)
-    if kind is str or kind is int:
-        return value
-    return _key_part(value)
+    return namespace["read"]

@@ -6,6 +6,8 @@ import pytest
 
 from admission.core.cel import CelRuntimeError, compile_selector
 from admission.core.cel import selector as selector_module
+from admission.core.quantity import parse_quantity
+from admission.core.semver import parse_semver
 
 from .conftest import DRIVER, gpu
 
@@ -78,3 +80,18 @@ def test_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert program.evaluate(gpu(index=i))
     assert program._cache is not None
     assert len(program._cache) <= 8
+
+
+def test_quantities_and_versions_are_keyed_by_value() -> None:
+    memory = compile_selector(f'device.capacity["{DRIVER}"].memory.compareTo(quantity("1Gi")) == 0')
+    assert memory.evaluate(gpu(memory="1Gi"))
+    assert memory.evaluate(gpu(memory="1024Mi"))
+    assert not memory.evaluate(gpu(memory="1025Mi"))
+    assert memory._cache is not None
+    assert len(memory._cache) == 2
+    assert parse_quantity("1Gi") == parse_quantity("1024Mi")
+
+    version = compile_selector(f'device.attributes["{DRIVER}"].v.isLessThan(semver("1.0.0"))')
+    assert version.evaluate(gpu(v=parse_semver("1.0.0-rc.1")))
+    assert not version.evaluate(gpu(v=parse_semver("1.0.0")))
+    assert not version.evaluate(gpu(v=parse_semver("1.0.0+build.7")))
