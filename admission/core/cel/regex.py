@@ -1,26 +1,34 @@
-"""Regular expressions for `matches`, `find` and `findAll` (RE2 syntax, run by Python's `re`).
+"""Regular expressions for `matches`, `find` and `findAll`, run by RE2 as in Kubernetes.
 
-Python's engine backtracks where RE2 does not, so constructs RE2 rejects (backreferences,
-lookaround, atomic groups, possessive quantifiers) are rejected here too rather than run.
+RE2 matches in time linear in the input, so a hostile pattern in a selector or a QuotaUnit cannot
+stall the webhook or the operator (Python's backtracking `re` could, e.g. `(a+)+$`).
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
+from typing import Any
+
+import re2
 
 from admission.core.cel.errors import CelRuntimeError
 
-_NOT_RE2 = re.compile(r"\\[1-9]|\(\?(?:=|!|<=|<!|P=|>)|(?<!\\)[*+?}]\+")
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # errors are reported to the caller, not printed by the library
 
 
 @lru_cache(maxsize=1024)
-def compiled(pattern: str) -> re.Pattern[str]:
-    unsupported = _NOT_RE2.search(pattern)
-    if unsupported:
-        raise CelRuntimeError(f"invalid regular expression {pattern!r}: {unsupported.group()!r} is not RE2 syntax")
+def _compile(pattern: str) -> Any:
     try:
-        # RE2's \z (end of text) is Python's \Z.
-        return re.compile(pattern.replace(r"\z", r"\Z"))
-    except re.error as error:
-        raise CelRuntimeError(f"invalid regular expression {pattern!r}: {error}") from None
+        return re2.compile(pattern, options=_OPTIONS)
+    except re2.error as error:
+        reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else str(error)
+        return CelRuntimeError(f"invalid regular expression {pattern!r}: {reason}")
+
+
+def compiled(pattern: str) -> Any:
+    """The compiled pattern (with `search` and `finditer`); an invalid one raises CelRuntimeError."""
+    result = _compile(pattern)
+    if isinstance(result, CelRuntimeError):
+        raise CelRuntimeError(str(result))
+    return result

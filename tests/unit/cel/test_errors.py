@@ -178,7 +178,13 @@ def test_multiplying_replace_is_stopped_before_it_allocates() -> None:
 
 @pytest.mark.parametrize("pattern", [r"(a)\\1", "a(?=b)", "a(?!b)", "(?<=a)b", "(?>a+)", "a++", "a*+"])
 def test_regex_syntax_outside_re2_is_rejected(pattern: str) -> None:
-    assert "is not RE2 syntax" in runtime_error(f"'ab'.matches('{pattern}')")
+    assert "invalid regular expression" in runtime_error(f"'ab'.matches('{pattern}')")
+
+
+def test_regex_runs_in_linear_time_on_a_catastrophic_pattern() -> None:
+    # A backtracking engine needs exponential time here; RE2 answers at once.
+    expression = compile_expression("s.matches('(a+)+$')", {"s": str})
+    assert expression.evaluate({"s": "a" * 50_000 + "b"}) is False
 
 
 def test_regex_end_of_text() -> None:
