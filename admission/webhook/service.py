@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,9 +132,15 @@ async def _constant(value: bytes) -> bytes:
 
 
 async def serve_forever(settings: WebhookSettings) -> None:
+    """Serve until SIGTERM or SIGINT; requests in flight are answered before the listener closes."""
     service = WebhookService(settings)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
     try:
         await service.start()
-        await asyncio.Event().wait()
+        await stopping.wait()
+        log.info("stopping")
     finally:
         await service.stop()
