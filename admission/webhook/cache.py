@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from admission.core.admission_review import JsonObject, ObjectRef
+from admission.core.errors import DraqError
 from admission.webhook.kube_api import KubeApi, KubeApiError
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,13 @@ class ClusterCache:
             asyncio.create_task(r.run(), name=f"cache-{name}") for name, r in self.reflectors.items()
         ]
         waits = [r.synced.wait() for r in self.reflectors.values()]
-        await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        try:
+            await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        except TimeoutError:
+            await self.stop()
+            behind = [name for name, r in self.reflectors.items() if not r.synced.is_set()]
+            raise DraqError(f"could not list {', '.join(behind)} from the API server within {timeout:.0f}s; "
+                            "check the kubeconfig, the server's address and draq's RBAC rights") from None
 
     async def stop(self) -> None:
         for task in self._tasks:

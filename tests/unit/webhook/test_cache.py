@@ -173,3 +173,19 @@ def test_a_damaged_ca_secret_says_how_to_recover() -> None:
     api.secrets["/api/v1/namespaces/draq-system/secrets/draq-webhook-ca"] = {"data": {"ca.crt": "eA=="}}
     with pytest.raises(DraqError, match="delete it to make a new CA"):
         asyncio.run(SecretCA(api, "draq-system").load_or_create())  # type: ignore[arg-type]
+
+
+def test_an_unreachable_api_server_is_a_clear_error() -> None:
+    import pytest
+
+    from admission.core.errors import DraqError
+
+    class Down:
+        async def get(self, path: str, params: Any = None) -> dict[str, Any]:
+            raise OSError("connection refused")
+
+    async def go() -> None:
+        with pytest.raises(DraqError, match="could not list LocalQueue from the API server within 0s"):
+            await ClusterCache(Down(), (LOCAL_QUEUES,)).start(timeout=0.2)  # type: ignore[arg-type]
+
+    asyncio.run(go())
