@@ -117,7 +117,7 @@ async def bench(quick: bool) -> int:
             print(report("sustained", steady), flush=True)
             best = 500.0 if passes(steady) else 0.0
             step_seconds = 5 if quick else 10
-            for rate in (600, 750, 900, 1000, 1250, 1500, 2000, 2500, 3000) if best else ():
+            for rate in (600, 750, 900, 1000, 1250, 1500, 2000, 2500, 3000, 3500, 4000, 5000) if best else ():
                 result = await run_load(port, ca_file, rate, step_seconds)
                 print(report(f"ramp {rate}/s", result), flush=True)
                 if not passes(result):
