@@ -34,6 +34,17 @@ class Kind:
     namespaced: bool
     project: Projection
 
+    @property
+    def api_version(self) -> str:
+        parts = self.list_path.strip("/").split("/")
+        return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
+
+    def typed(self, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Items of a list response carry no apiVersion/kind; parsers of cached objects need them."""
+        if "kind" in obj and "apiVersion" in obj:
+            return obj
+        return {"apiVersion": self.api_version, "kind": self.name, **obj}
+
     def object_path(self, namespace: str, name: str) -> str:
         prefix, _, plural = self.list_path.rpartition("/")
         if self.namespaced:
@@ -87,7 +98,7 @@ class Reflector:
         return (str(metadata.get("namespace", "")) if self.kind.namespaced else "", str(metadata.get("name")))
 
     def put(self, obj: Mapping[str, Any]) -> None:
-        self.store[self.key(obj)] = self.kind.project(obj)
+        self.store[self.key(obj)] = self.kind.project(self.kind.typed(obj))
 
     async def run(self) -> None:
         backoff = 0.5
@@ -116,7 +127,8 @@ class Reflector:
             self.synced.set()
             return None
         items = listing.get("items") or []
-        self.store = {self.key(obj): self.kind.project(obj) for obj in items if isinstance(obj, Mapping)}
+        typed = (self.kind.typed(obj) for obj in items if isinstance(obj, Mapping))
+        self.store = {self.key(obj): self.kind.project(obj) for obj in typed}
         self.synced.set()
         return str(listing.get("metadata", {}).get("resourceVersion", ""))
 

@@ -37,8 +37,10 @@ class Credentials:
     configuration: Any  # kubernetes.client.Configuration: asked for a fresh token per request
 
     def headers(self) -> dict[str, str]:
-        token = self.configuration.get_api_key_with_prefix("authorization")
-        return {"Authorization": token} if token else {}
+        """Header credentials (bearer tokens, refreshed by exec plugins), as the kubernetes client sends them."""
+        settings = self.configuration.auth_settings()
+        return {str(s["key"]).title(): str(s["value"]) for s in settings.values()
+                if s.get("in") == "header" and s.get("value")}
 
 
 def load_credentials(kubeconfig: Path | None = None, context: str | None = None) -> Credentials:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from admission.core.admission_review import ObjectRef
-from admission.webhook.cache import LOCAL_QUEUES, NAMESPACES, ClusterCache, Reflector
+from admission.webhook.cache import DEVICE_CLASSES, LOCAL_QUEUES, NAMESPACES, ClusterCache, Reflector
 from admission.webhook.kube_api import KubeApiError
 
 
@@ -66,6 +66,21 @@ def test_list_then_watch_keeps_the_store_current() -> None:
         assert cache.namespace_labels("b") == {"draq.io/managed": "true"}
         assert cache.namespace_labels("c") == {}
         assert "managedFields" not in cache.reflectors["Namespace"].store[("", "b")]["metadata"]
+        await cache.stop()
+
+    asyncio.run(go())
+
+
+def test_list_items_without_kind_are_stored_typed() -> None:
+    # The API server omits apiVersion and kind on the items of a list; parsers of cached objects need them.
+    async def go() -> None:
+        api = FakeApi()
+        api.objects[DEVICE_CLASSES.list_path] = [{"metadata": {"name": "gpu"}, "spec": {"selectors": []}}]
+        cache = ClusterCache(api, (DEVICE_CLASSES,))  # type: ignore[arg-type]
+        await cache.start(timeout=5)
+        stored = cache.device_class("gpu")
+        assert stored is not None
+        assert (stored["apiVersion"], stored["kind"]) == ("resource.k8s.io/v1", "DeviceClass")
         await cache.stop()
 
     asyncio.run(go())
