@@ -1,18 +1,30 @@
-"""`draq demo`: the main job on a local default — a real control plane with simulated GPU nodes."""
+"""`draq demo`: the main job on a local default.
+
+Starts a real local control plane with simulated GPU nodes, installs the CRDs, runs draq (operator
+and webhooks) against it, submits example workloads (`examples/demo/`) and shows queues, pod groups
+and pods as they change.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from admission.core.errors import DraqError
 
-HELP = "start a local control plane with simulated GPU nodes and show the cluster's devices"
+HELP = "start a local control plane with simulated GPU nodes, run draq on it and show workloads being admitted"
 DEFAULT_LAYOUT = "h100=2,a100=1,mi300x=1"
+REPO = Path(__file__).resolve().parents[2]
+DEMO_MANIFESTS = REPO / "examples" / "demo"
+SNAPSHOTS_ONCE = (4, 10, 18, 26, 34)  # seconds after the workloads were submitted
 
 
 class DemoError(DraqError):
@@ -27,9 +39,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="publish MIG/CPX partitions with shared counters (turns on the alpha DRA gates)")
     parser.add_argument("--kubernetes-version", default=None, help="1.35 (default) or 1.34")
     parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "draq-demo",
-                        help="state, PKI and logs of the local control plane (default %(default)s)")
+                        help="state, PKI and logs of the local control plane and of draq (default %(default)s)")
     parser.add_argument("--once", action="store_true",
-                        help="show the cluster and stop, instead of running until Ctrl-C")
+                        help="show a few snapshots over ~35 s and stop, instead of running until Ctrl-C")
+    parser.add_argument("--no-workloads", action="store_true",
+                        help="only start the cluster and show its devices (draq itself is not started)")
 
 
 def parse_layout(text: str) -> dict[str, int]:
@@ -50,38 +64,140 @@ def run(args: argparse.Namespace) -> int:
     from e2e.controlplane import ControlPlane, ControlPlaneError
 
     layout = parse_layout(args.nodes)
+    if not args.no_workloads and not DEMO_MANIFESTS.is_dir():
+        raise DemoError(f"{DEMO_MANIFESTS} is missing: run the demo from a clone of the repository "
+                        "(pip install -e .), or pass --no-workloads")
     if args.work_dir.exists():
         shutil.rmtree(args.work_dir)
     plane = ControlPlane(args.work_dir, version=args.kubernetes_version, alpha_dra=args.partitions)
     print(f"starting a local Kubernetes control plane in {args.work_dir} ...", flush=True)
     started = time.monotonic()
+    draq: subprocess.Popen[bytes] | None = None
     try:
         plane.start(progress=True)
         print(f"control plane ready in {time.monotonic() - started:.1f}s", flush=True)
-        _show_cluster(plane, layout, args.partitions)
-        if not args.once:
-            print(f"\nexport KUBECONFIG={plane.kubeconfig}   # then: kubectl get resourceslices")
-            print("running until Ctrl-C ...", flush=True)
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        simulator = _start_nodes(plane, layout, args.partitions)
+        if not args.no_workloads:
+            draq = _start_draq(plane, args.kubernetes_version)
+            _submit_workloads(plane)
+            _watch(plane, args.once)
+        elif not args.once:
+            _wait_for_interrupt(plane)
+        simulator.stop()
     except (ControlPlaneError, BuildError) as err:
         raise DemoError(str(err)) from err
     finally:
+        if draq is not None:
+            draq.terminate()
+            draq.wait(10)
         plane.stop()
     return 0
 
 
-def _show_cluster(plane: object, layout: dict[str, int], partitions: bool) -> None:
+def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool) -> Any:
     from admission.kube.inventory import format_device_table, list_resource_slices, summarise_slices
-    from e2e.controlplane import ControlPlane
     from e2e.nodesim import NodeSimulator
 
-    assert isinstance(plane, ControlPlane)
     api = plane.client()
     sim = NodeSimulator(api)
     sim.apply_device_classes()
     for profile, count in layout.items():
         for n in range(count):
             sim.add_node(f"{profile}-{n}", profile, partitions=partitions)
+    sim.start()
     print(f"\nsimulated nodes: {', '.join(f'{c} x {p}' for p, c in layout.items())}\n")
     print(format_device_table(summarise_slices(list_resource_slices(api))), flush=True)
+    return sim
+
+
+def _start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
+    from e2e.controlplane import free_port
+
+    plane.kubectl("apply", "-f", str(REPO / "crds"))
+    plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    plane.kubectl("create", "namespace", "draq-system")
+    kubeconfig = _service_account_kubeconfig(plane)
+    port = free_port()
+    log = plane.logs_dir / "draq.log"
+    argv = [sys.executable, "-m", "admission.cli.main", "run", "--no-leader-election",
+            "--webhook-host", "127.0.0.1", "--webhook-port", str(port),
+            "--webhook-url", f"https://127.0.0.1:{port}"]
+    if version:
+        argv += ["--kubernetes-version", version]
+    env = dict(os.environ, KUBECONFIG=str(kubeconfig))
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise DemoError(f"draq run exited with status {process.returncode}; read {log}")
+        configs = plane.kubectl("get", "mutatingwebhookconfigurations", "-o", "name", check=False).stdout
+        if "draq" in configs:
+            print(f"\ndraq is running (operator + webhooks on 127.0.0.1:{port}); log: {log}", flush=True)
+            return process
+        time.sleep(0.3)
+    process.terminate()
+    raise DemoError(f"draq's webhook configurations did not appear within 60s; read {log}")
+
+
+def _service_account_kubeconfig(plane: Any) -> Path:
+    """draq runs as its own ServiceAccount, as in a cluster: its webhook lets only that identity remove
+    the admission gate. (The demo binds it to cluster-admin; the Helm chart will carry narrow RBAC.)"""
+    import yaml
+
+    plane.kubectl("create", "serviceaccount", "draq", "-n", "draq-system")
+    plane.kubectl("create", "clusterrolebinding", "draq-demo", "--clusterrole=cluster-admin",
+                  "--serviceaccount=draq-system:draq")
+    token = plane.kubectl("create", "token", "draq", "-n", "draq-system", "--duration=24h").stdout.strip()
+    config = yaml.safe_load(plane.kubeconfig.read_text())
+    config["users"] = [{"name": "user", "user": {"token": token}}]
+    path = Path(plane.work_dir) / "draq.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def _submit_workloads(plane: Any) -> None:
+    plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
+    for namespace in ("research", "serving"):
+        plane.kubectl("wait", "--for=jsonpath={.metadata.name}=default", "serviceaccount/default",
+                      "-n", namespace, "--timeout=30s")
+    result = plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / "workloads.yaml"), check=False)
+    print("\n$ kubectl apply -f examples/demo/workloads.yaml\n" + (result.stdout + result.stderr).strip(), flush=True)
+
+
+def _show(plane: Any, elapsed: float) -> None:
+    print(f"\n---------------- {elapsed:4.0f}s after submitting ----------------")
+    views = [("clusterqueues", []), ("podgroups", ["-A"]),
+             ("pods", ["-A", "-l", "draq.io/pod-group", "-o",
+                       "custom-columns=NAMESPACE:.metadata.namespace,POD:.metadata.name,"
+                       "GROUP:.metadata.labels.draq\\.io/pod-group,GATES:.spec.schedulingGates[*].name,"
+                       "NODE:.spec.nodeName,PHASE:.status.phase"])]
+    for kind, extra in views:
+        result = plane.kubectl("get", kind, *extra, check=False)
+        print(f"$ kubectl get {kind} {' '.join(a for a in extra if not a.startswith('custom'))}".rstrip())
+        print((result.stdout or result.stderr).rstrip() + "\n", flush=True)
+    waiting = plane.kubectl("get", "podgroups", "-A", "-o", "jsonpath={range .items[?(@.status.phase==\"Pending\")]}"
+                            "{.metadata.namespace}/{.metadata.name}: {.status.message}{\"\\n\"}{end}", check=False)
+    if waiting.stdout.strip():
+        print("why groups wait:\n" + waiting.stdout.rstrip() + "\n", flush=True)
+
+
+def _watch(plane: Any, once: bool) -> None:
+    submitted = time.monotonic()
+    if once:
+        for at in SNAPSHOTS_ONCE:
+            time.sleep(max(0.0, submitted + at - time.monotonic()))
+            _show(plane, time.monotonic() - submitted)
+        return
+    print(f"\nexport KUBECONFIG={plane.kubeconfig}   # kubectl get draq -A ; Ctrl-C stops everything")
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    while signal.sigtimedwait({signal.SIGINT, signal.SIGTERM}, 8) is None:
+        _show(plane, time.monotonic() - submitted)
+
+
+def _wait_for_interrupt(plane: Any) -> None:
+    print(f"\nexport KUBECONFIG={plane.kubeconfig}   # then: kubectl get resourceslices")
+    print("running until Ctrl-C ...", flush=True)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.sigwait({signal.SIGINT, signal.SIGTERM})
