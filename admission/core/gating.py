@@ -486,7 +486,9 @@ def validate_claim(request: AdmissionRequest, lookups: Lookups) -> Decision:
     charged = _charge(request, model, lookups)
     if isinstance(charged, Decision):
         return charged
-    return _could_ever_fit(request, model, charged, lookups, namespace_labels)
+    charge, warnings = charged
+    fit = _could_ever_fit(request, model, charge, lookups, namespace_labels)
+    return fit if not fit.allowed else Decision.allow(warnings=[*warnings, *fit.warnings])
 
 
 def _selector_problem(request: AdmissionRequest, spec: ClaimSpec) -> str:
@@ -508,8 +510,8 @@ def _selector_problem(request: AdmissionRequest, spec: ClaimSpec) -> str:
 
 def _charge(
     request: AdmissionRequest, model: ResourceClaim | ResourceClaimTemplate, lookups: Lookups
-) -> ChargeResult | Decision:
-    units = _compiled_units(lookups)
+) -> tuple[ChargeResult, list[str]] | Decision:
+    units, unit_warnings = _compiled_units(lookups)
     classes = {s.device_class_name for r in model.spec.requests for s in r.alternatives}
     device_classes = []
     for name in sorted(classes):
@@ -526,12 +528,13 @@ def _charge(
         group = GroupObjects((_probe_pod(request.namespace, entry),),
                              templates={f"{model.namespace}/{model.name}": model})
     try:
-        return charge_group(group, units, Inventory.of(device_classes, {}), device_selected)
+        charged = charge_group(group, units, Inventory.of(device_classes, {}), device_selected)
     except Unchargeable as err:
         text = str(err).replace(f"pod {request.namespace}/{_CLAIM_PROBE_POD} claim claim", request.describe())
         if err.permanent:
             return Decision.deny(f"{request.describe()}: draq cannot compute its charge: {text}", "Invalid", 422)
-        return Decision.allow(warnings=[f"the charge is not known yet: {text}"])
+        return Decision.allow(warnings=[f"the charge is not known yet: {text}", *unit_warnings])
+    return charged, unit_warnings
 
 
 def _probe_pod(namespace: str, entry: Mapping[str, str]) -> Pod:
@@ -549,15 +552,15 @@ def _parse_or_none(manifest: JsonObject) -> object:
         return None
 
 
-def _compiled_units(lookups: Lookups) -> list[CompiledUnit]:
-    """Every QuotaUnit that compiles; a broken unit is the unit's problem, reported on the unit."""
-    units = []
+def _compiled_units(lookups: Lookups) -> tuple[list[CompiledUnit], list[str]]:
+    """Every QuotaUnit that compiles, and a warning for each that does not (the unit's own problem)."""
+    units, warnings = [], []
     for manifest in lookups.quota_units():
         try:
             units.append(compile_unit(parse_quota_unit(manifest), DraCel()))
-        except DraqError:
-            continue
-    return units
+        except DraqError as err:
+            warnings.append(f"not charged in a unit that cannot be used: {err}")
+    return units, warnings
 
 
 def _could_ever_fit(
@@ -572,8 +575,8 @@ def _could_ever_fit(
         return Decision.allow()  # no queue known here: the pods that use the claim are checked
     try:
         cluster_queue = parse_cluster_queue(manifest)
-    except InvalidInput:
-        return Decision.allow()
+    except InvalidInput as err:
+        return Decision.allow(warnings=[f"whether the claim could ever fit is not known: {err}"])
     too_big = []
     for unit, needed in charged.total:
         ceiling = _ceiling(cluster_queue, unit)

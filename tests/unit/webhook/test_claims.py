@@ -127,3 +127,13 @@ def test_quota_unit_with_a_broken_selector_is_denied() -> None:
     decision = check(QUOTA_UNIT, unit(selector="device.attributes["), cluster())
     assert not decision.allowed and "selector" in decision.message
     assert check(QUOTA_UNIT, unit(selector='device.driver == "gpu.example.com"'), cluster()).allowed
+
+
+def test_a_broken_unit_or_queue_is_named_in_a_warning_not_silently_skipped() -> None:
+    lookups = with_quota(4)
+    lookups.units["broken"] = unit("broken", selector="device.attributes[")
+    decision = check(CLAIM, claim(2), lookups)
+    assert decision.allowed and any("QuotaUnit broken" in w for w in decision.warnings)
+    lookups.cluster_queues["cq"]["spec"]["quotas"][0]["nominal"] = "lots"
+    decision = check(CLAIM, claim(2), lookups)
+    assert decision.allowed and any("could ever fit is not known" in w for w in decision.warnings)
