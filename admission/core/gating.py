@@ -56,7 +56,6 @@ DEFAULT_QUEUE_LABEL = "draq.io/default-queue"
 GROUP_LABELS = (QUEUE_LABEL, GROUP_LABEL, GROUP_MIN_LABEL)
 DEFAULT_DRAQ_USER = "system:serviceaccount:draq-system:draq"
 DRAQ_GROUP = "draq.io"
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
