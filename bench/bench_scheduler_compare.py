@@ -119,8 +119,7 @@ def main() -> None:
         publish_inventory(api, args.nodes)
         print(f"inventory: {args.nodes} nodes x 8 H100 published in {time.perf_counter() - started:.1f}s")
         plane.kubectl("create", "namespace", NAMESPACE)
-        plane.kubectl("wait", "--for=jsonpath={.metadata.name}=default", "serviceaccount/default",
-                      "-n", NAMESPACE, "--timeout=30s")
+        plane.wait_for_service_account(NAMESPACE)
         snapshot = snapshot_from_api(api)
         draq = draq_rate(snapshot, args.pods, args.repeat)
         scheduler = scheduler_rate(api, args.pods)

@@ -251,14 +251,18 @@ class ControlPlane:
         raise ControlPlaneError(f"{name} did not become ready within {timeout:.0f}s ({url}: {last}); read "
                                 f"{component.log} and raise DRAQ_STARTUP_TIMEOUT if the machine is very busy")
 
-    def _wait_default_service_account(self, timeout: float = 30) -> None:
+    def wait_for_service_account(self, namespace: str, timeout: float = 30) -> None:
+        """Pods can be created in a namespace only once its `default` ServiceAccount exists."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False).returncode == 0:
+            if self.kubectl("get", "serviceaccount", "default", "-n", namespace, check=False).returncode == 0:
                 return
-            time.sleep(0.2)
-        raise ControlPlaneError("the default ServiceAccount was not created within 30s; read "
-                                f"{self._component('kube-controller-manager').log}")
+            time.sleep(0.1)
+        raise ControlPlaneError(f"the default ServiceAccount of namespace {namespace} was not created within "
+                                f"{timeout:.0f}s; read {self.logs_dir / 'kube-controller-manager.log'}")
+
+    def _wait_default_service_account(self) -> None:
+        self.wait_for_service_account("default")
 
     def _tls_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))

@@ -160,10 +160,11 @@ def _service_account_kubeconfig(plane: Any) -> Path:
 def _submit_workloads(plane: Any) -> None:
     plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
     for namespace in ("research", "serving"):
-        plane.kubectl("wait", "--for=jsonpath={.metadata.name}=default", "serviceaccount/default",
-                      "-n", namespace, "--timeout=30s")
-    result = plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / "workloads.yaml"), check=False)
-    print("\n$ kubectl apply -f examples/demo/workloads.yaml\n" + (result.stdout + result.stderr).strip(), flush=True)
+        plane.wait_for_service_account(namespace)
+    for i, name in enumerate(("workloads.yaml", "later-workloads.yaml")):
+        time.sleep(2 * i)  # the later gang arrives second, so FIFO order is visible
+        result = plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / name), check=False)
+        print(f"\n$ kubectl apply -f examples/demo/{name}\n" + (result.stdout + result.stderr).strip(), flush=True)
 
 
 def _show(plane: Any, elapsed: float) -> None:

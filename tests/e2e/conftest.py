@@ -76,8 +76,7 @@ def namespace(control_plane: ControlPlane) -> Iterator[str]:
     """A fresh namespace whose default ServiceAccount exists (pods can be created at once)."""
     name = f"t-{uuid.uuid4().hex[:8]}"
     control_plane.kubectl("create", "namespace", name)
-    control_plane.kubectl("wait", "--for=jsonpath={.metadata.name}=default", "serviceaccount/default",
-                          "-n", name, "--timeout=30s")
+    control_plane.wait_for_service_account(name)
     yield name
     control_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
