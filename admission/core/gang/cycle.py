@@ -45,6 +45,7 @@ class WaitReason(StrEnum):
     DEVICES = "DevicesUnavailable"
     UNCHARGEABLE = "Unchargeable"
     BLOCKED = "BlockedByStrictFIFO"
+    NO_UNIT = "QuotaUnitMissing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,14 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
     if local.cluster_queue not in cycle.state.queues:
         return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {local.key} points to ClusterQueue "
                     f"{local.cluster_queue}, which does not exist", local.cluster_queue)
+    known_units = {unit.name for unit in cycle.units}
+    missing = [q.unit for q in cycle.state.queues[local.cluster_queue].quotas if q.unit not in known_units]
+    if missing:
+        # Charges already recorded in those units stay in the queue's usage; nothing new is admitted
+        # while a quoted unit cannot be computed.
+        return Wait(group.key, WaitReason.NO_UNIT, f"ClusterQueue {local.cluster_queue} quotes QuotaUnit "
+                    f"{', '.join(sorted(missing))}, which does not exist (deleted?); restore it or remove it "
+                    "from the queue's spec.quotas", local.cluster_queue)
     selector = cycle.state.queues[local.cluster_queue].namespace_selector
     labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
     if labels is not None and not selector.matches(labels):

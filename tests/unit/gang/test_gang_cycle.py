@@ -17,7 +17,8 @@ from gang_builders import (
 
 from admission.core.gang import Admit, Wait, WaitReason
 from admission.core.models import AllocationResult, DeviceAllocation
-from admission.core.quota import LocalQueue, QueueingStrategy
+from admission.core.quantity import parse_quantity
+from admission.core.quota import ClusterQueue, LocalQueue, QueueingStrategy, UnitQuota
 
 NODES = gpu_node("node-a") + gpu_node("node-b")
 
@@ -153,3 +154,17 @@ def test_admitted_groups_are_not_decided_again() -> None:
     assert result.decision(f"{NS}/g") is None
     waiting = result.decision(f"{NS}/h")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.QUOTA
+
+
+def test_a_deleted_unit_blocks_new_admissions_and_keeps_recorded_charges() -> None:
+    queue = cluster_queue("main", 16)
+    quoting_deleted = ClusterQueue(queue.name, (*queue.quotas, UnitQuota("gpu-memory", parse_quantity("640Gi"))))
+    status = {"phase": "Admitted", "clusterQueue": "main",
+              "charge": [{"unit": "gpus", "amount": "4"}, {"unit": "gpu-memory", "amount": "320Gi"}]}
+    result = cycle(NODES + gang("g", 1, 4) + gang("h", 1, 2), [quoting_deleted],
+                   pod_groups=[pod_group("g", 1, status=status)])
+    waiting = result.decision(f"{NS}/h")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NO_UNIT
+    assert "QuotaUnit gpu-memory, which does not exist" in waiting.message
+    assert result.state.usage("main").get("gpu-memory") == parse_quantity("320Gi").value
+    assert result.state.usage("main").get("gpus") == 4
