@@ -25,13 +25,8 @@ from admission.core.gang.progress import (
     reconcile_group,
     unreleased_members,
 )
-from admission.core.gang.status import (
-    admitted_status,
-    cluster_queue_status,
-    local_queue_status,
-    pending_status,
-    plan_status,
-)
+from admission.core.gang.status import admitted_status, pending_status, plan_status
+from admission.core.quota import cluster_queue_status, local_queue_status
 
 __all__ = [
     "TERMINAL_PHASES", "Admit", "CycleInput", "CycleResult", "Decision", "GroupView", "Wait", "WaitReason",

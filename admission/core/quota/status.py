@@ -37,7 +37,7 @@ def local_queue_status(state: QueueState, local_queue: str, pending_groups: int)
     return {
         "quotas": [{"unit": u, "used": format_amount(used.get(u)), "reserved": format_amount(reserved.get(u))}
                    for u in units],
-        "summary": (used + reserved).describe() if units else "",
+        "summary": (used + reserved).describe() if units else "nothing admitted",
         "pendingGroups": pending_groups,
         "admittedGroups": len(groups),
     }

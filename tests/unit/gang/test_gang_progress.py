@@ -81,7 +81,7 @@ def test_finished_groups_no_longer_count() -> None:
 def test_running_groups_count_as_used_and_show_in_queue_status() -> None:
     groups = groups_of([], [pod_group("g", 1, status=admitted("g", "Running"))])
     state = rebuild_state([cluster_queue("main", 8)], groups)
-    status = cluster_queue_status(state, "main", pending=2)
+    status = cluster_queue_status(state, "main", pending_groups=2)
     assert status["summary"] == "gpus 4/8"
     assert status["quotas"] == [{"unit": "gpus", "used": "4", "reserved": "0", "borrowed": "0", "nominal": "8"}]
     assert (status["pendingGroups"], status["admittedGroups"]) == (2, 1)
