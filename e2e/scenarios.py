@@ -22,7 +22,8 @@ NIC = "nic.example.com"
 EXTRA_CLASSES: dict[str, str] = {
     "gpu-80g": ('device.driver in ["gpu.nvidia.com", "gpu.amd.com"] && '
                 'device.capacity[device.driver].memory.compareTo(quantity("80Gi")) >= 0'),
-    "hopper": 'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].architecture == "Hopper"',
+    "hopper": ('device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu" && '
+               'device.attributes["gpu.nvidia.com"].architecture == "Hopper"'),
     "any-gpu": ('device.driver in ["gpu.nvidia.com", "gpu.amd.com"] && '
                 'device.attributes[device.driver].type in ["gpu", "amdgpu"]'),
     NIC: f'device.driver == "{NIC}"',
@@ -41,6 +42,19 @@ def device_classes() -> list[Manifest]:
         return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
                 "spec": {"selectors": [{"cel": {"expression": expression}}]}}
     return profiles.device_classes() + [klass(n, e) for n, e in EXTRA_CLASSES.items()]
+
+
+@dataclass(frozen=True)
+class Features:
+    """Alpha DRA features the control plane has on, and so the scenarios may use."""
+
+    partitions: bool = False  # DRAPartitionableDevices (1.35+ slice layout)
+    taints: bool = False  # DRADeviceTaints
+
+
+TAINT_KEY = "draq.io/unhealthy"
+PARTITION_CLASSES = {"gpu.nvidia.com": "mig.nvidia.com", "gpu.amd.com": "partition.amd.com"}
+PARTITION_PROFILES = {"gpu.nvidia.com": ("1g.10gb", "3g.40gb", "1g.5gb", "3g.20gb"), "gpu.amd.com": ("cpx_nps1",)}
 
 
 @dataclass
@@ -73,16 +87,33 @@ def _nic_slice(node: str, rng: random.Random) -> Manifest:
                      "nodeName": node, "devices": devices}}
 
 
-def _inventory(node: str, rng: random.Random) -> tuple[Manifest, list[Manifest]]:
+def _inventory(node: str, rng: random.Random, features: Features) -> tuple[Manifest, list[Manifest]]:
     profile = profiles.PROFILES[rng.choice(sorted(profiles.PROFILES))]
     manifest = profiles.node_manifest(profile, node)
-    [gpus] = profiles.resource_slices(profile, node)
-    keep = sorted(rng.sample(range(profile.gpus), rng.randint(2, profile.gpus)))
-    gpus["spec"]["devices"] = [gpus["spec"]["devices"][i] for i in keep]
-    slices = [gpus]
+    if features.partitions and rng.random() < 0.5:
+        # Whole GPUs and their partitions, consuming shared counters from a slice of their own.
+        slices = profiles.resource_slices(profile, node, partitions=True)
+    else:
+        [gpus] = profiles.resource_slices(profile, node)
+        keep = sorted(rng.sample(range(profile.gpus), rng.randint(2, profile.gpus)))
+        gpus["spec"]["devices"] = [gpus["spec"]["devices"][i] for i in keep]
+        slices = [gpus]
+    if features.taints:
+        for device in _devices(slices):
+            if rng.random() < 0.15:
+                device["taints"] = [{"key": TAINT_KEY, "value": "true",
+                                     "effect": rng.choice(["NoSchedule", "NoSchedule", "None"])}]
     if rng.random() < 0.3:
         slices.append(_nic_slice(node, rng))
     return manifest, slices
+
+
+def _devices(slices: list[Manifest]) -> list[Manifest]:
+    return [d for rs in slices for d in rs["spec"].get("devices", [])]
+
+
+def _partitioned(slices: list[Manifest]) -> bool:
+    return any("sharedCounters" in rs["spec"] for rs in slices)
 
 
 def _allocated_claim(name: str, node: str, results: list[Manifest]) -> Manifest:
@@ -100,9 +131,10 @@ CLASS_OF_DRIVER = {"gpu.nvidia.com": "gpu.nvidia.com", "gpu.amd.com": "gpu.amd.c
 
 def _in_use(node: str, slices: list[Manifest], rng: random.Random, prefix: str) -> list[Manifest]:
     claims = []
+    share = 0.06 if _partitioned(slices) else 0.2
     for rs in slices:
         spec = rs["spec"]
-        taken = [d["name"] for d in spec["devices"] if rng.random() < 0.2]
+        taken = [d["name"] for d in spec.get("devices", []) if rng.random() < share]
         if taken:
             results = [{"request": "held", "driver": spec["driver"], "pool": spec["pool"]["name"], "device": d}
                        for d in taken]
@@ -119,32 +151,41 @@ def _gpu_class(rng: random.Random, driver: str) -> str:
     return rng.choice(GPU_CLASSES if rng.random() < 0.15 else LIKELY_CLASSES[driver])
 
 
-def _exact(rng: random.Random, gpu_driver: str | None) -> Manifest:
+def _exact(rng: random.Random, gpu_driver: str | None, features: Features, partitions: bool) -> Manifest:
     request: Manifest = {"deviceClassName": _gpu_class(rng, gpu_driver) if gpu_driver else NIC}
     gpu = gpu_driver is not None
+    if gpu_driver and partitions and rng.random() < 0.5:
+        request["deviceClassName"] = PARTITION_CLASSES[gpu_driver]
+        if rng.random() < 0.5:
+            wanted = rng.choice(PARTITION_PROFILES[gpu_driver])
+            request["selectors"] = [{"cel": {"expression": f'device.attributes["{gpu_driver}"].profile == "{wanted}"'}}]
+        gpu = False  # the GPU request selectors read attributes partitions do not have
     if rng.random() < 0.1:
         request["allocationMode"] = "All"
     else:
         request["count"] = rng.choice([1, 1, 1, 2, 2, 3, 4, 8])
     if gpu and rng.random() < 0.3:
         request["selectors"] = [{"cel": {"expression": rng.choice(REQUEST_SELECTORS)}}]
+    if features.taints and rng.random() < 0.4:
+        request["tolerations"] = [{"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
     return request
 
 
-def _request(name: str, rng: random.Random, gpu_driver: str | None) -> Manifest:
+def _request(name: str, rng: random.Random, gpu_driver: str | None, features: Features, partitions: bool) -> Manifest:
     if gpu_driver and rng.random() < 0.2:
         subs = []
         for i in range(rng.randint(2, 3)):
-            sub = _exact(rng, gpu_driver)
+            sub = _exact(rng, gpu_driver, features, partitions)
             subs.append({"name": f"alt{i}", **sub})
         return {"name": name, "firstAvailable": subs}
-    return {"name": name, "exactly": _exact(rng, gpu_driver)}
+    return {"name": name, "exactly": _exact(rng, gpu_driver, features, partitions)}
 
 
-def _claim(name: str, rng: random.Random, gpu_driver: str, has_nic: bool) -> Manifest:
-    requests = [_request("gpus", rng, gpu_driver)]
+def _claim(name: str, rng: random.Random, gpu_driver: str, has_nic: bool, features: Features,
+           partitions: bool) -> Manifest:
+    requests = [_request("gpus", rng, gpu_driver, features, partitions)]
     if has_nic and rng.random() < 0.5:
-        requests.append(_request("nic", rng, None))
+        requests.append(_request("nic", rng, None, features, partitions))
     devices: Manifest = {"requests": requests}
     if len(requests) == 2 and rng.random() < 0.5:
         devices["constraints"] = [{"requests": ["gpus", "nic"],
@@ -162,13 +203,15 @@ def _pod(name: str, node: str, claims: list[Manifest]) -> Manifest:
                      "resourceClaims": refs}}
 
 
-def trial(seed: int, index: int) -> Trial:
+def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     rng = random.Random(f"{seed}/{index}")
     node = f"diff-{seed}-{index}"
-    node_manifest, slices = _inventory(node, rng)
+    node_manifest, slices = _inventory(node, rng, features)
     prefix = f"t{index}"
     held = _in_use(node, slices, rng, prefix)
     has_nic = any(rs["spec"]["driver"] == NIC for rs in slices)
     gpu_driver = slices[0]["spec"]["driver"]
-    claims = [_claim(f"{prefix}-c{i}", rng, gpu_driver, has_nic) for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
+    partitions = _partitioned(slices)
+    claims = [_claim(f"{prefix}-c{i}", rng, gpu_driver, has_nic, features, partitions)
+              for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
     return Trial(index, node_manifest, slices, held, claims, _pod(f"{prefix}-pod", node, claims))

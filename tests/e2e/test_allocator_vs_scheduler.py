@@ -29,6 +29,13 @@ def cluster_gates(plane: ControlPlane) -> Any:
     return gates_for(version, {g: True for g in ALPHA_DRA_GATES} if plane.alpha_dra else {})
 
 
+def scenario_features(plane: ControlPlane) -> scenarios.Features:
+    """With the alpha gates on, scenarios also use device taints and (1.35+ slice layout) partitions."""
+    if not plane.alpha_dra:
+        return scenarios.Features()
+    return scenarios.Features(partitions=cluster_gates(plane).minor >= 35, taints=True)
+
+
 def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:
     models = parse_objects(objects)
     snapshot = Snapshot.from_models(models)
@@ -50,10 +57,11 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str) -> None:
     trials.create_cluster_objects(api, scenarios.device_classes())
     gates = cluster_gates(control_plane)
+    features = scenario_features(control_plane)
     disagreements: list[str] = []
     tally: dict[str, int] = {}
     for start in range(0, TRIALS, BATCH):
-        batch = [scenarios.trial(SEED, i) for i in range(start, min(start + BATCH, TRIALS))]
+        batch = [scenarios.trial(SEED, i, features) for i in range(start, min(start + BATCH, TRIALS))]
         for trial in batch:
             trials.submit(api, namespace, trial)
         nodesim.adopt(t.node_name for t in batch)
@@ -66,7 +74,7 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
                 disagreements.append(
                     f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
                     f"draq {outcome.status.value} ({outcome.message})\n{trial.describe()}")
-    print(f"\n{TRIALS} trials, scheduler verdicts: {tally}")
+    print(f"\n{TRIALS} trials ({features}), scheduler verdicts: {tally}")
     assert tally.get("pending", 0) == 0, "some pods got no verdict from the scheduler in time"
     assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
     headlines = "\n".join(d.splitlines()[0] for d in disagreements)

@@ -97,6 +97,7 @@ class NodeSearch:
         self.consumed_in_search: dict[str, Consumption] = {}
         self.counters_in_search: dict[str, dict[CounterKey, Fraction]] = defaultdict(dict)
         self._cluster_counters: dict[str, dict[CounterKey, Fraction]] = {}
+        self._overconsumed: dict[str, bool] = {}
         self.plans: list[ClaimPlan] = []
         # Gate answers looked up once: they are read for every device tried.
         self.consumable_gate = gates.consumable_capacity
@@ -241,6 +242,8 @@ class NodeSearch:
         pool = self.view.pool_of[device.id]
         declared = pool.counter_sets
         cluster = self._cluster_usage(pool)
+        if self._pool_overconsumed(pool, cluster):
+            return False
         search = self.counters_in_search.get(pool.id, {})
         for use in device.consumes_counters:
             available = declared.get(use.counter_set, {})
@@ -253,6 +256,21 @@ class NodeSearch:
                 if total > limit.value:
                     return False
         return True
+
+    def _pool_overconsumed(self, pool: PoolView, cluster: dict[CounterKey, Fraction]) -> bool:
+        """Whether allocations in the cluster already exceed some counter of the pool.
+
+        The scheduler checks every counter set of the pool, not only the ones the device consumes, so
+        one over-consumed set (possible when allocations were made outside the allocator) leaves no
+        counter-consuming device of the pool usable. Counters taken during this search never exceed
+        their limit, so only the cluster's allocations can cause it.
+        """
+        cached = self._overconsumed.get(pool.id)
+        if cached is None:
+            cached = any(cluster.get((name, counter), Fraction(0)) > limit.value
+                         for name, counters in pool.counter_sets.items() for counter, limit in counters.items())
+            self._overconsumed[pool.id] = cached
+        return cached
 
     def _cluster_usage(self, pool: PoolView) -> dict[CounterKey, Fraction]:
         cached = self._cluster_counters.get(pool.id)
