@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: setup deps controlplane demo test lint unit e2e bench clean
+.PHONY: setup deps controlplane demo test lint unit e2e e2e-alpha bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ unit: $(STAMP)
 
 e2e: setup
 	$(BIN)/pytest tests/e2e
+
+# The same e2e tests with the alpha DRA gates on in every component (partitions, taints, ...).
+e2e-alpha: setup
+	DRAQ_ALPHA_DRA=1 $(BIN)/pytest tests/e2e/test_local_cluster.py tests/e2e/test_allocator_vs_scheduler.py tests/e2e/test_operator.py
 
 test: setup lint
 	$(BIN)/pytest
