@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from admission.core.cel.errors import CelRuntimeError
-from admission.core.cel.types import DYN, Type, assignable, element, parse_type, runtime_kind
+from admission.core.cel.types import DYN, Type, assignable, element, parse_type, runtime_kind, split_top_level
 from admission.core.cel.values import kind
 
 Impl = Callable[..., Any]
@@ -31,7 +31,7 @@ FUNCTIONS: dict[str, list[Overload]] = {}
 def define(name: str, signature: str, result: str, *, member: bool = False) -> Callable[[F], F]:
     """Register an implementation. `signature` lists parameter types (receiver first for methods);
     `result` is a type, `$N` (the type of argument N) or `$eN` (its element type)."""
-    params = tuple(parse_type(p) for p in _split(signature))
+    params = tuple(parse_type(p) for p in split_top_level(signature))
 
     def register(impl: F) -> F:
         overload = Overload(name, member, params, _result_rule(result), impl,
@@ -40,20 +40,6 @@ def define(name: str, signature: str, result: str, *, member: bool = False) -> C
         return impl
 
     return register
-
-
-def _split(signature: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in signature:
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        depth += (char == "(") - (char == ")")
-        current += char
-    if current.strip():
-        parts.append(current)
-    return parts
 
 
 def _result_rule(result: str) -> ResultRule:

@@ -83,17 +83,22 @@ def parse_type(text: str) -> Type:
     name, _, rest = text.partition("(")
     if not rest:
         return {"null": NULL, "quantity": QUANTITY, "semver": SEMVER}.get(name, Type(name))
-    inner = rest[:-1]
+    return Type(name, tuple(parse_type(p) for p in split_top_level(rest[:-1])))
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split at the commas that are not inside parentheses: `int, map(string, dyn)` -> two parts."""
     parts, depth, current = [], 0, ""
-    for char in inner:
+    for char in text:
         if char == "," and depth == 0:
             parts.append(current)
             current = ""
             continue
         depth += (char == "(") - (char == ")")
         current += char
-    parts.append(current)
-    return Type(name, tuple(parse_type(p) for p in parts))
+    if current.strip():
+        parts.append(current)
+    return parts
 
 
 RUNTIME_KIND = {
