@@ -18,6 +18,30 @@ class ObjectMeta:
     creation_timestamp: str = ""
     generation: int = 0
 
+    @property
+    def key(self) -> str:
+        """`namespace/name`, or `name` for cluster-scoped objects."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+class Named:
+    """`name`, `namespace` and `key` of a model, read from its `meta`."""
+
+    __slots__ = ()
+    meta: ObjectMeta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
 
 def object_label(kind: str, manifest: Mapping[str, object]) -> str:
     """`Kind namespace/name` (or `Kind name`) for error messages, robust against broken metadata."""

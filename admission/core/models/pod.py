@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from admission.core.models._fields import Fields
-from admission.core.models.meta import ObjectMeta, parse_meta
+from admission.core.models.meta import Named, ObjectMeta, parse_meta
 from admission.core.quantity import Quantity
 
 
@@ -33,7 +33,7 @@ class PodResourceClaimStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class Pod:
+class Pod(Named):
     meta: ObjectMeta
     resource_claims: tuple[PodResourceClaim, ...] = ()
     containers: tuple[Container, ...] = ()
@@ -43,14 +43,6 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
     phase: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
 
     @property
     def uid(self) -> str:
@@ -63,10 +55,6 @@ class Pod:
     @property
     def annotations(self) -> Mapping[str, str]:
         return self.meta.annotations
-
-    @property
-    def key(self) -> str:
-        return f"{self.meta.namespace}/{self.meta.name}"
 
     def claim_name_for(self, entry: PodResourceClaim) -> str | None:
         """The ResourceClaim behind a pod claim entry (for templates: from status, once created)."""

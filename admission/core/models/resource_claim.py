@@ -8,7 +8,7 @@ from typing import Any
 
 from admission.core.models._fields import Fields
 from admission.core.models.device_class import OpaqueConfig, parse_opaque, parse_selectors
-from admission.core.models.meta import ObjectMeta, parse_meta
+from admission.core.models.meta import Named, ObjectMeta, parse_meta
 from admission.core.models.node_selector import NodeSelector, parse_node_selector
 from admission.core.quantity import Quantity
 
@@ -123,23 +123,11 @@ class ConsumerReference:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceClaim:
+class ResourceClaim(Named):
     meta: ObjectMeta
     spec: ClaimSpec
     allocation: AllocationResult | None = None
     reserved_for: tuple[ConsumerReference, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.meta.namespace}/{self.meta.name}" if self.meta.namespace else self.meta.name
 
     @property
     def requests(self) -> tuple[DeviceRequest, ...]:
@@ -147,18 +135,10 @@ class ResourceClaim:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceClaimTemplate:
+class ResourceClaimTemplate(Named):
     meta: ObjectMeta
     claim_meta: ObjectMeta
     spec: ClaimSpec
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
 
 
 def parse_resource_claim(obj: str, manifest: Fields, default_namespace: str = "") -> ResourceClaim:
