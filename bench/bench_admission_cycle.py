@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from inventory import DRIVER, cluster_manifests
+
 from admission.core.allocator import Allocator, Snapshot, members_for, place_gang
 from admission.core.features import gates_for
 from admission.core.gang import CycleInput, CycleResult, charging_inventory, collect_groups, rebuild_state, run_cycle
@@ -37,7 +39,6 @@ from admission.core.quota import (
     parse_quota_unit,
 )
 
-DRIVER = "gpu.example.com"
 NAMESPACE = "bench"
 GATES = gates_for("1.35")
 MODELS = ("H100", "A100")  # alternating by node, so the weight unit sees two values
@@ -46,29 +47,6 @@ T = TypeVar("T")
 
 
 # ----- manifests -----------------------------------------------------------------------------------
-def cluster_manifests(nodes: int, gpus: int) -> list[dict[str, Any]]:
-    manifests: list[dict[str, Any]] = [{
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-    }]
-    for n in range(nodes):
-        name = f"node-{n:05d}"
-        model = MODELS[n % len(MODELS)]
-        manifests.append({"apiVersion": "v1", "kind": "Node",
-                          "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
-        manifests.append({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
-            "spec": {
-                "driver": DRIVER, "nodeName": name,
-                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": f"gpu-{g}", "attributes": {"model": {"string": model}, "index": {"int": g}},
-                             "capacity": {"memory": {"value": "80Gi" if model == "H100" else "40Gi"}}}
-                            for g in range(gpus)],
-            },
-        })
-    return manifests
-
-
 def gpu_template(name: str, count: int) -> dict[str, Any]:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": name, "namespace": NAMESPACE},
@@ -123,7 +101,7 @@ def cycle_input(groups: int, nodes: int, gpus: int) -> CycleInput:
         queue = ("red", "blue")[index % 2]
         objects += gang_manifests(f"g{index:04d}", queue, 2, 4, f"2026-01-01T{index // 60 // 60:02d}:"
                                   f"{index // 60 % 60:02d}:{index % 60:02d}Z")
-    models = parse_objects(cluster_manifests(nodes, gpus) + objects)
+    models = parse_objects(cluster_manifests(nodes, gpus, MODELS) + objects)
     nominal = parse_quantity(nodes * gpus * 5 // 8)
     queues = [ClusterQueue(f"{name}-cq", (UnitQuota("gpus", nominal),)) for name in ("red", "blue")]
     local_queues = {q.key: q for q in (LocalQueue(NAMESPACE, name, f"{name}-cq") for name in ("red", "blue"))}
@@ -151,7 +129,7 @@ def bench_cycle(groups: int, nodes: int, gpus: int, repeat: int) -> None:
 def charging_case(pods: int, nodes: int, gpus: int) -> tuple[GroupObjects, Inventory, Plan]:
     """The group, the inventory, and the exact plan the allocator places the group by."""
     group = gang_manifests("big", "red", pods, 2, "2026-01-01T00:00:00Z")
-    models = parse_objects(cluster_manifests(nodes, gpus) + group)
+    models = parse_objects(cluster_manifests(nodes, gpus, MODELS) + group)
     snapshot = Snapshot.from_models(models)
     group_pods = tuple(m for m in models if isinstance(m, Pod))
     templates = {f"{m.namespace}/{m.name}": m for m in models if isinstance(m, ResourceClaimTemplate)}

@@ -13,37 +13,11 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from inventory import DRIVER, cluster_manifests
+
 from admission.core.allocator import Allocator, GangMember, Snapshot, place_gang
 from admission.core.features import gates_for
 from admission.core.models import ResourceClaim, parse_object, parse_objects
-
-DRIVER = "gpu.example.com"
-
-
-def cluster_manifests(nodes: int, gpus: int) -> list[dict[str, Any]]:
-    manifests: list[dict[str, Any]] = [{
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-    }]
-    for n in range(nodes):
-        name = f"node-{n:05d}"
-        manifests.append({"apiVersion": "v1", "kind": "Node",
-                          "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
-        manifests.append({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
-            "spec": {
-                "driver": DRIVER, "nodeName": name,
-                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{
-                    "name": f"gpu-{g}",
-                    "attributes": {"model": {"string": "H100"}, "index": {"int": g},
-                                   "uuid": {"string": f"GPU-{n:05d}-{g}"},
-                                   "driverVersion": {"version": "550.54.15"}},
-                    "capacity": {"memory": {"value": "80Gi"}},
-                } for g in range(gpus)],
-            },
-        })
-    return manifests
 
 
 def claim(name: str, count: int) -> ResourceClaim:

@@ -1,0 +1,36 @@
+"""The synthetic GPU inventory the benchmarks share: one class, nodes with one pool of GPUs each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DRIVER = "gpu.example.com"
+MEMORY = {"H100": "80Gi", "A100": "40Gi"}
+
+
+def cluster_manifests(nodes: int, gpus: int, models: tuple[str, ...] = ("H100",)) -> list[dict[str, Any]]:
+    """Class `gpu`, and `nodes` nodes of `gpus` GPUs each; node n has model `models[n % len(models)]`."""
+    manifests: list[dict[str, Any]] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }]
+    for n in range(nodes):
+        name = f"node-{n:05d}"
+        model = models[n % len(models)]
+        manifests.append({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
+        manifests.append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
+            "spec": {
+                "driver": DRIVER, "nodeName": name,
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{
+                    "name": f"gpu-{g}",
+                    "attributes": {"model": {"string": model}, "index": {"int": g},
+                                   "uuid": {"string": f"GPU-{n:05d}-{g}"},
+                                   "driverVersion": {"version": "550.54.15"}},
+                    "capacity": {"memory": {"value": MEMORY.get(model, "80Gi")}},
+                } for g in range(gpus)],
+            },
+        })
+    return manifests
