@@ -34,13 +34,19 @@ def claims_of(api: Any, namespace: str) -> list[dict[str, Any]]:
     return list(custom.list_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims")["items"])
 
 
-def test_template_claim_is_created_allocated_and_pod_bound(
-        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str) -> None:
+def h100_node_with_template(nodesim: NodeSimulator, api: Any, namespace: str, unique: str,
+                            template: dict[str, Any]) -> tuple[str, Any]:
+    """A fresh simulated H100 node and the template in the namespace; returns the node and a CoreV1Api."""
     node = f"h100-{unique}"
     nodesim.add_node(node, "h100")
-    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
-    custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates",
-                                           two_gpu_template("two-gpus"))
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaimtemplates", template)
+    return node, client.CoreV1Api(api)
+
+
+def test_template_claim_is_created_allocated_and_pod_bound(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str) -> None:
+    node, core = h100_node_with_template(nodesim, api, namespace, unique, two_gpu_template("two-gpus"))
     core.create_namespaced_pod(namespace, gpu_pod("trainer", node, "two-gpus"))
 
     pod = until("the pod to run", lambda: (p := core.read_namespaced_pod("trainer", namespace))
@@ -59,11 +65,7 @@ def test_template_claim_is_created_allocated_and_pod_bound(
 
 def test_gated_pod_waits_until_its_gate_is_removed(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str) -> None:
-    node = f"h100-{unique}"
-    nodesim.add_node(node, "h100")
-    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
-    custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates",
-                                           two_gpu_template("two-gpus"))
+    node, core = h100_node_with_template(nodesim, api, namespace, unique, two_gpu_template("two-gpus"))
     core.create_namespaced_pod(namespace, gpu_pod("gated", node, "two-gpus", gates=["draq.io/admission"]))
 
     def scheduled_condition() -> Any:
@@ -87,12 +89,9 @@ def test_gated_pod_waits_until_its_gate_is_removed(
 
 def test_pod_that_cannot_get_devices_stays_unschedulable(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str) -> None:
-    node = f"h100-{unique}"
-    nodesim.add_node(node, "h100")
-    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
     template = two_gpu_template("nine-gpus")
     template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9
-    custom.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaimtemplates", template)
+    node, core = h100_node_with_template(nodesim, api, namespace, unique, template)
     core.create_namespaced_pod(namespace, gpu_pod("greedy", node, "nine-gpus"))
 
     def unschedulable() -> Any:
