@@ -13,10 +13,10 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 deps:
-	bash e2e/install-deps.sh
+	bash scripts/install-deps.sh
 
 controlplane: $(STAMP) deps
-	$(BIN)/python -m e2e.build
+	$(BIN)/python -m admission.localcluster.build
 
 setup: controlplane
 
@@ -24,7 +24,7 @@ demo: setup
 	$(BIN)/draq demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check admission e2e tests bench
+	$(BIN)/ruff check admission tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

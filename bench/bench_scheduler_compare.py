@@ -24,8 +24,8 @@ from kubernetes import client
 from admission.core.allocator import Allocator, GangMember, Snapshot, place_gang
 from admission.core.features import gates_for
 from admission.core.models import ResourceClaim, parse_objects
-from e2e import profiles
-from e2e.controlplane import ControlPlane
+from admission.localcluster import profiles
+from admission.localcluster.controlplane import ControlPlane
 
 NAMESPACE = "bench"
 

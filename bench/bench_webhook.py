@@ -65,7 +65,7 @@ class StaticLookups:
 
 
 async def serve(ca_file: Path) -> tuple[Any, int]:
-    from admission.core.gating import GatingPolicy
+    from admission.core.review import GatingPolicy
     from admission.webhook.certificates import issue_serving, new_ca
     from admission.webhook.handlers import AdmissionHandlers
     from admission.webhook.server import build_app, start_server
@@ -134,7 +134,7 @@ async def bench(quick: bool) -> int:
 
 
 def bodies(count: int) -> list[tuple[str, bytes]]:
-    from admission.core.admission_review import GroupVersionKind, ReviewBuilder
+    from admission.core.review.envelope import GroupVersionKind, ReviewBuilder
 
     pod_kind = GroupVersionKind("", "v1", "Pod")
     create = ReviewBuilder(pod_kind, "pods", "CREATE", "team")

@@ -47,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_layout(text: str) -> dict[str, int]:
-    from e2e import profiles
+    from admission.localcluster import profiles
 
     layout: dict[str, int] = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
@@ -60,8 +60,8 @@ def parse_layout(text: str) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from e2e.build import BuildError
-    from e2e.controlplane import ControlPlane, ControlPlaneError
+    from admission.localcluster.build import BuildError
+    from admission.localcluster.controlplane import ControlPlane, ControlPlaneError
 
     layout = parse_layout(args.nodes)
     if not args.no_workloads and not DEMO_MANIFESTS.is_dir():
@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool) -> Any:
-    from admission.kube.inventory import format_device_table, list_resource_slices, summarise_slices
-    from e2e.nodesim import NodeSimulator
+    from admission.localcluster.inventory import format_device_table, list_resource_slices, summarise_slices
+    from admission.localcluster.nodesim import NodeSimulator
 
     api = plane.client()
     sim = NodeSimulator(api)
@@ -111,7 +111,7 @@ def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool) -> Any:
 
 
 def _start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
-    from e2e.controlplane import free_port
+    from admission.localcluster.controlplane import free_port
 
     plane.kubectl("apply", "-f", str(REPO / "crds"))
     plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")

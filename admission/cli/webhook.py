@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import yaml
 
 from admission.core.errors import DraqError, InvalidInput
-from admission.core.gating import DEFAULT_DRAQ_USER
+from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.service import WebhookSettings, serve_forever
 

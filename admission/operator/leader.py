@@ -8,66 +8,58 @@ replicas racing for an expired Lease cannot both win.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from admission.webhook.kube_api import KubeApi, KubeApiError
+from admission.kube import kinds
+from admission.kube.client import Client, KubeApiError
+from admission.kube.clock import SYSTEM_CLOCK, Clock, micro_timestamp, parse_timestamp
 
 log = logging.getLogger(__name__)
-_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.strftime(_FORMAT)
-
-
-def _parse(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    for fmt in (_FORMAT, "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    return None
+_NEVER = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class LeaderElector:
-    def __init__(self, api: KubeApi, namespace: str, name: str, identity: str, lease_seconds: float) -> None:
+    def __init__(self, api: Client, namespace: str, name: str, identity: str, lease_seconds: float,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.api = api
-        self.path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
-        self.collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        self.path = kinds.LEASES.object_path(namespace, name)
+        self.collection = kinds.LEASES.collection_path(namespace)
         self.name = name
         self.namespace = namespace
         self.identity = identity
         self.lease_seconds = lease_seconds
+        self.clock = clock
         self.leading = asyncio.Event()
+        self._last_renewal = -1e18
 
     async def run(self) -> None:
         """Acquire and keep renewing; `leading` is set while this replica holds the Lease."""
-        last_renewal = 0.0
-        loop = asyncio.get_running_loop()
         while True:
-            try:
-                held = renewed = await self.try_acquire()
-            except (KubeApiError, OSError, TimeoutError) as err:
-                log.warning("leader election: %s", err)
-                renewed = False
-                held = self.leading.is_set() and loop.time() - last_renewal < self.lease_seconds
-            if renewed:
-                last_renewal = loop.time()
-            if held:
-                if not self.leading.is_set():
-                    log.info("leading as %s (Lease %s/%s)", self.identity, self.namespace, self.name)
-                self.leading.set()
-            elif self.leading.is_set():
-                log.warning("lost the Lease %s/%s: stopping admission", self.namespace, self.name)
-                self.leading.clear()
-            await asyncio.sleep(self.lease_seconds / 3)
+            await self.step()
+            await self.clock.sleep(self.lease_seconds / 3)
+
+    async def step(self) -> None:
+        """One round: try to acquire or renew, then set or clear `leading`."""
+        try:
+            held = renewed = await self.try_acquire()
+        except (KubeApiError, OSError, TimeoutError) as err:
+            log.warning("leader election: %s", err)
+            renewed = False
+            held = self.leading.is_set() and self.clock.monotonic() - self._last_renewal < self.lease_seconds
+        if renewed:
+            self._last_renewal = self.clock.monotonic()
+        if held:
+            if not self.leading.is_set():
+                log.info("leading as %s (Lease %s/%s)", self.identity, self.namespace, self.name)
+            self.leading.set()
+        elif self.leading.is_set():
+            log.warning("lost the Lease %s/%s: stopping admission", self.namespace, self.name)
+            self.leading.clear()
 
     async def try_acquire(self) -> bool:
-        moment = datetime.now(UTC)
+        moment = self.clock.now()
         try:
             lease = await self.api.get(self.path)
         except KubeApiError as err:
@@ -76,16 +68,16 @@ class LeaderElector:
             return await self._create(moment)
         spec: dict[str, Any] = lease.get("spec") or {}
         holder = spec.get("holderIdentity")
-        renewed = _parse(spec.get("renewTime"))
+        renewed = parse_timestamp(spec.get("renewTime"))
         duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
-        expired = renewed is None or moment > renewed + timedelta(seconds=duration)
+        expired = renewed is None or moment > renewed + dt.timedelta(seconds=duration)
         if holder not in (None, "", self.identity) and not expired:
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)
         spec.update({"holderIdentity": self.identity, "leaseDurationSeconds": int(self.lease_seconds),
-                     "renewTime": _stamp(moment), "leaseTransitions": transitions})
+                     "renewTime": micro_timestamp(moment), "leaseTransitions": transitions})
         if holder != self.identity:
-            spec["acquireTime"] = _stamp(moment)
+            spec["acquireTime"] = micro_timestamp(moment)
         lease["spec"] = spec
         try:
             await self.api.replace(self.path, lease)
@@ -95,11 +87,12 @@ class LeaderElector:
             raise
         return True
 
-    async def _create(self, moment: datetime) -> bool:
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+    async def _create(self, moment: dt.datetime) -> bool:
+        stamp = micro_timestamp(moment)
+        body = {"apiVersion": kinds.LEASES.api_version, "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.lease_seconds),
-                         "acquireTime": _stamp(moment), "renewTime": _stamp(moment), "leaseTransitions": 0}}
+                         "acquireTime": stamp, "renewTime": stamp, "leaseTransitions": 0}}
         try:
             await self.api.create(self.collection, body)
         except KubeApiError as err:
@@ -118,7 +111,7 @@ class LeaderElector:
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") == self.identity:
                 spec["holderIdentity"] = ""
-                spec["renewTime"] = _stamp(datetime(1970, 1, 1, tzinfo=UTC))
+                spec["renewTime"] = micro_timestamp(_NEVER)
                 await self.api.replace(self.path, lease)
         except (KubeApiError, OSError, TimeoutError) as err:
             log.warning("releasing the Lease: %s", err)

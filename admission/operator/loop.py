@@ -13,7 +13,6 @@ import contextlib
 import logging
 import os
 import socket
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,40 +21,45 @@ from admission.core.gang import (
     Admit,
     GroupView,
     Wait,
+    admitted_event,
     admitted_status,
     charging_inventory,
     cluster_queue_status,
     local_queue_status,
     next_phase,
+    pending_counts,
     pending_status,
+    phase_change,
     reconcile_group,
     run_cycle,
     unreleased_members,
 )
-from admission.core.quota import Phase, QueueState, device_selected, reconciliation_status
-from admission.operator.cache import ObservedApi, OperatorCache
+from admission.core.quota import Phase, QueueState, device_selected
+from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
+from admission.kube.clock import SYSTEM_CLOCK, Clock
+from admission.operator.cache import OperatorCache
 from admission.operator.leader import LeaderElector
 from admission.operator.settings import OperatorSettings
 from admission.operator.world import World, WorldReader
-from admission.operator.writer import Writer, now
-from admission.webhook.kube_api import KubeApiError, load_credentials
+from admission.operator.writer import Writer
 
 log = logging.getLogger(__name__)
 
 
 class Operator:
-    def __init__(self, settings: OperatorSettings, api: ObservedApi | None = None) -> None:
+    def __init__(self, settings: OperatorSettings, api: Client | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
-        self.api = api or ObservedApi(load_credentials(settings.kubeconfig, settings.context))
-        self.cache = OperatorCache(self.api)
+        self.api: Client = api or KubeApi(load_credentials(settings.kubeconfig, settings.context))
+        self.clock = clock
+        self.cache = OperatorCache(self.api, clock)
         self.reader = WorldReader(self.cache)
-        self.writer = Writer(self.api, self.cache)
+        self.writer = Writer(self.api, self.cache, clock)
         self.gates = gates_for(settings.kubernetes_version)
         self.identity = settings.identity or f"{socket.gethostname()}-{os.getpid()}"
         self.elector: LeaderElector | None = None
         if settings.leader_election:
             self.elector = LeaderElector(self.api, settings.lease_namespace, settings.lease_name, self.identity,
-                                         settings.lease_seconds)
+                                         settings.lease_seconds, clock)
         self.cycles = 0
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
@@ -77,7 +81,7 @@ class Operator:
                 except (KubeApiError, OSError, TimeoutError) as err:
                     log.warning("admission cycle interrupted: %s; trying again on the next change", err)
                     self.cache.changed.set()
-                    await asyncio.sleep(1.0)
+                    await self.clock.sleep(1.0)
         finally:
             if elector_task is not None:
                 elector_task.cancel()
@@ -91,17 +95,19 @@ class Operator:
     async def _wait_for_change(self) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.cache.changed.wait(), self.settings.resync_seconds)
-        await asyncio.sleep(self.settings.debounce_seconds)
+        await self.clock.sleep(self.settings.debounce_seconds)
         self.cache.changed.clear()
 
     async def reconcile(self) -> None:
         """One full pass; safe to repeat (every write is conditional on what it finds)."""
-        started = time.perf_counter()
+        started = self.clock.monotonic()
         world = self.reader.read()
         changed = await self._finish_releases(world)
         changed |= await self._advance_phases(world)
         if changed:
             world = self.reader.read()
+        if not world.usage_current:
+            return  # admitting against usage that could not be rebuilt could overcommit (the reader said why)
         result = run_cycle(world.cycle_input(self.gates))
         groups = {g.key: g for g in world.groups}
         for decision in result.decisions:
@@ -115,7 +121,7 @@ class Operator:
                 log.warning("group %s: %s", group.key, err)
         await self._write_queue_status(world, result.state, result.waiting)
         self.cycles += 1
-        self.cycle_seconds.append(time.perf_counter() - started)
+        self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
 
     # ----- admission --------------------------------------------------------------------------------
@@ -127,7 +133,8 @@ class Operator:
         version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
         try:
             written = await self.writer.pod_group_status(group.namespace, group.name,
-                                                         admitted_status(admit, len(group.pods), now()), version)
+                                                         admitted_status(admit, len(group.pods), self.writer.now()),
+                                                         version)
         except KubeApiError as err:
             if err.status == 409:
                 log.info("group %s changed while being admitted; deciding again", group.key)
@@ -136,9 +143,7 @@ class Operator:
             raise
         log.info("admitted %s to %s: %s", group.key, admit.cluster_queue, admit.charge.describe())
         self._said.pop(group.key, None)
-        await self.writer.event(written, "Admitted", f"admitted to ClusterQueue {admit.cluster_queue}, "
-                                f"charged {admit.charge.describe()}; placed "
-                                + ", ".join(f"{pod.split('/')[1]} on {node}" for pod, node in admit.placements.items()))
+        await self.writer.event(written, "Admitted", admitted_event(admit))
         for pod in group.gated:
             await self.writer.ungate(pod.namespace, pod.name, world.manifests.get(f"Pod {pod.key}"))
 
@@ -165,7 +170,7 @@ class Operator:
             manifest = await self.writer.ensure_pod_group(group.namespace, group.name, group.min_member,
                                                           group.queue)
         written = await self.writer.pod_group_status(group.namespace, group.name,
-                                                     pending_status(wait, len(group.pods), now()))
+                                                     pending_status(wait, len(group.pods), self.writer.now()))
         self._said[group.key] = wait.message
         await self.writer.event(written, wait.reason.value, wait.message, warning=True)
 
@@ -177,43 +182,29 @@ class Operator:
             phase = next_phase(group)
             if phase is None:
                 continue
-            status: dict[str, Any] = {"phase": phase.value, "members": len(group.pods)}
-            note = ""
+            reconciliation = None
             if phase is Phase.RUNNING:
-                status["message"] = "all members are bound"
                 inventory = inventory or charging_inventory(world.snapshot, self.gates)
-                result = reconcile_group(group, world.snapshot.claims, world.snapshot.templates, world.units,
-                                         inventory, device_selected)
-                if result is not None:
-                    status["reconciliation"] = reconciliation_status(result)
-                    if result.differences:
-                        note = "charge differs from the real allocations: " + result.describe()
-            else:
-                status["message"] = "all members have finished; the charge is released"
-            written = await self.writer.pod_group_status(group.namespace, group.name, status)
+                reconciliation = reconcile_group(group, world.snapshot.claims, world.snapshot.templates,
+                                                 world.units, inventory, device_selected)
+            change = phase_change(phase, len(group.pods), reconciliation)
+            written = await self.writer.pod_group_status(group.namespace, group.name, change.status)
             changed = True
             log.info("group %s is %s", group.key, phase.value)
-            await self.writer.event(written, phase.value, status["message"])
-            if note:
-                await self.writer.event(written, "ChargeDiffers", note, warning=True)
+            await self.writer.event(written, change.reason, change.message)
+            if change.warning:
+                await self.writer.event(written, "ChargeDiffers", change.warning, warning=True)
         return changed
 
     async def _write_queue_status(self, world: World, state: QueueState, waiting: tuple[Wait, ...]) -> None:
-        pending_cq: dict[str, int] = {}
-        pending_lq: dict[str, int] = {}
-        groups = {g.key: g for g in world.groups}
-        for wait in waiting:
-            pending_cq[wait.cluster_queue] = pending_cq.get(wait.cluster_queue, 0) + 1
-            group = groups[wait.group]
-            key = f"{group.namespace}/{group.queue}"
-            pending_lq[key] = pending_lq.get(key, 0) + 1
+        pending = pending_counts(waiting, {g.key: g for g in world.groups})
         for queue in world.cluster_queues:
-            status = cluster_queue_status(state, queue.name, pending_cq.get(queue.name, 0))
+            status = cluster_queue_status(state, queue.name, pending.cluster_queues.get(queue.name, 0))
             if self._queue_status.get(f"cq {queue.name}") != status:
                 await self._queue_write(f"cq {queue.name}", status,
                                         self.writer.cluster_queue_status(queue.name, status))
         for key, local in world.local_queues.items():
-            status = local_queue_status(state, key, pending_lq.get(key, 0))
+            status = local_queue_status(state, key, pending.local_queues.get(key, 0))
             if self._queue_status.get(f"lq {key}") != status:
                 await self._queue_write(f"lq {key}", status,
                                         self.writer.local_queue_status(local.namespace, local.name, status))

@@ -17,7 +17,6 @@ from admission.core.quota import (
     CompiledUnit,
     DraCel,
     LocalQueue,
-    PodGroup,
     QueueState,
     compile_unit,
     device_selected,
@@ -45,6 +44,8 @@ class World:
     state: QueueState
     namespace_labels: Mapping[str, Mapping[str, str]]
     manifests: Mapping[str, Mapping[str, Any]]  # `Pod ns/name`, `PodGroup ns/name` -> cached manifest
+    # False when the usage could not be rebuilt from PodGroup status: `state` is then the last good one.
+    usage_current: bool = True
 
     def cycle_input(self, gates: FeatureGates) -> CycleInput:
         promised = promised_devices(self.groups, self.snapshot.claims)
@@ -58,6 +59,7 @@ class WorldReader:
     def __init__(self, cache: OperatorCache) -> None:
         self.cache = cache
         self._warned: set[tuple[str, str]] = set()
+        self._last_good: QueueState | None = None
 
     def read(self) -> World:
         models: list[Model] = []
@@ -77,8 +79,21 @@ class WorldReader:
                   for n in self.cache.objects("Namespace")}
         manifests = {f"Pod {_key(m)}": m for m in pod_manifests}
         manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
-        return World(Snapshot.from_models(models), groups, queues, local_queues, units,
-                     _state(queues, groups), labels, manifests)
+        state, current = self._state(queues, groups)
+        return World(Snapshot.from_models(models), groups, queues, local_queues, units, state, labels, manifests,
+                     current)
+
+    def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...]) -> tuple[QueueState, bool]:
+        """The usage recorded in PodGroup status; when it cannot be rebuilt (e.g. a PodGroup admitted twice
+        by a hand-edited status), the last good usage, never an empty one."""
+        try:
+            self._last_good = rebuild_state(queues, groups)
+            return self._last_good, True
+        except DraqError as err:
+            kept = "keeping the last good usage" if self._last_good is not None else "no usage known yet"
+            log.error("rebuilding queue usage from PodGroup status: %s; %s and admitting nothing until "
+                      "it can be rebuilt", err, kept)
+            return self._last_good or QueueState.empty(queues), False
 
     def _parsed(self, kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
         return self._parse_each(kind, self.cache.objects(kind), parse)
@@ -97,14 +112,6 @@ class WorldReader:
         return parsed
 
 
-def _state(queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...]) -> QueueState:
-    try:
-        return rebuild_state(queues, groups)
-    except DraqError as err:  # e.g. a PodGroup admitted twice by hand-edited status
-        log.error("rebuilding queue usage from PodGroup status: %s", err)
-        return QueueState.empty(queues)
-
-
 def _meta(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = manifest.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
@@ -114,6 +121,3 @@ def _key(manifest: Mapping[str, Any]) -> str:
     meta = _meta(manifest)
     return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
 
-
-def pod_group_of(groups: Iterable[GroupView], key: str) -> PodGroup | None:
-    return next((g.pod_group for g in groups if g.key == key), None)

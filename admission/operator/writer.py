@@ -8,43 +8,39 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
-from admission.core.gating import GATE
-from admission.operator.cache import DRAQ, OperatorCache
-from admission.webhook.kube_api import KubeApi, KubeApiError
+from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
+from admission.kube import kinds
+from admission.kube.client import Client, KubeApiError
+from admission.kube.clock import SYSTEM_CLOCK, Clock, timestamp
+from admission.operator.cache import OperatorCache
 
 log = logging.getLogger(__name__)
 COMPONENT = "draq-operator"
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def pod_group_path(namespace: str, name: str) -> str:
-    return f"{DRAQ}/namespaces/{namespace}/podgroups/{name}"
-
-
 class Writer:
-    def __init__(self, api: KubeApi, cache: OperatorCache) -> None:
+    def __init__(self, api: Client, cache: OperatorCache, clock: Clock = SYSTEM_CLOCK) -> None:
         self.api = api
         self.cache = cache
+        self.clock = clock
+
+    def now(self) -> str:
+        return timestamp(self.clock.now())
 
     # ----- PodGroup ---------------------------------------------------------------------------------
     async def ensure_pod_group(self, namespace: str, name: str, min_member: int, queue: str) -> dict[str, Any]:
         """Create the PodGroup of a label-defined group (or read it, when another writer was first)."""
-        body = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": namespace,
-                             "labels": {"app.kubernetes.io/managed-by": "draq"}},
+        body = {"apiVersion": API_VERSION, "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
                 "spec": {"minMember": min_member, "queue": queue}}
         try:
-            created = await self.api.create(f"{DRAQ}/namespaces/{namespace}/podgroups", body)
+            created = await self.api.create(kinds.POD_GROUPS.collection_path(namespace), body)
         except KubeApiError as err:
             if err.status != 409:
                 raise
-            created = await self.api.get(pod_group_path(namespace, name))
+            created = await self.api.get(kinds.POD_GROUPS.object_path(namespace, name))
         self.cache.assume("PodGroup", created)
         return created
 
@@ -54,7 +50,7 @@ class Writer:
         body: dict[str, Any] = {"status": dict(status)}
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
-        written = await self.api.merge_patch(pod_group_path(namespace, name) + "/status", body)
+        written = await self.api.merge_patch(kinds.POD_GROUPS.object_path(namespace, name, "status"), body)
         self.cache.assume("PodGroup", written)
         return written
 
@@ -63,10 +59,11 @@ class Writer:
         """Remove draq's gate from a pod; the `test` op makes a concurrent change of the gates fail the
         patch instead of being overwritten. False when the pod is gone or no longer gated."""
         pod = cached
+        path = kinds.PODS.object_path(namespace, name)
         for _ in range(3):
             if pod is None:
                 try:
-                    pod = await self.api.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+                    pod = await self.api.get(path)
                 except KubeApiError as err:
                     if err.status == 404:
                         return False
@@ -78,8 +75,7 @@ class Writer:
             patch = [{"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
                      {"op": "remove", "path": f"/spec/schedulingGates/{index}"}]
             try:
-                written = await self.api.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}",
-                                                 cast(Any, patch), content_type="application/json-patch+json")
+                written = await self.api.json_patch(path, patch)
             except KubeApiError as err:
                 if err.status not in (409, 422):
                     raise
@@ -91,17 +87,18 @@ class Writer:
 
     # ----- queues -----------------------------------------------------------------------------------
     async def cluster_queue_status(self, name: str, status: Mapping[str, Any]) -> None:
-        await self.api.merge_patch(f"{DRAQ}/clusterqueues/{name}/status", {"status": dict(status)})
+        await self.api.merge_patch(kinds.CLUSTER_QUEUES.object_path(None, name, "status"),
+                                   {"status": dict(status)})
 
     async def local_queue_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        await self.api.merge_patch(f"{DRAQ}/namespaces/{namespace}/localqueues/{name}/status",
+        await self.api.merge_patch(kinds.LOCAL_QUEUES.object_path(namespace, name, "status"),
                                    {"status": dict(status)})
 
     # ----- events -----------------------------------------------------------------------------------
     async def event(self, involved: Mapping[str, Any], reason: str, message: str, warning: bool = False) -> None:
         meta = involved.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        stamp = now()
+        stamp = self.now()
         body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
                 "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
@@ -111,6 +108,6 @@ class Writer:
                 "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
                 "source": {"component": COMPONENT}, "reportingComponent": COMPONENT}
         try:
-            await self.api.create(f"/api/v1/namespaces/{namespace}/events", body)
+            await self.api.create(kinds.EVENTS.collection_path(namespace), body)
         except KubeApiError as err:  # an Event is a courtesy: never fail a cycle for it
             log.warning("event %s for %s/%s: %s", reason, namespace, meta.get("name"), err)

@@ -24,12 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from admission.core.gating import (
-    DEFAULT_DRAQ_USER,
-    DEFAULT_QUEUE_LABEL,
-    MANAGED_LABEL,
-    QUEUE_LABEL,
-)
+from admission.core.labels import API_GROUP, DEFAULT_DRAQ_USER, DEFAULT_QUEUE_LABEL, MANAGED_LABEL, QUEUE_LABEL
+from admission.kube import kinds
 
 MUTATING_NAME = "draq-mutating"
 VALIDATING_NAME = "draq-validating"
@@ -147,8 +143,8 @@ def validating_configuration(
         webhooks.append(_webhook("claims", client, claims, scope, failure_policy="Ignore",
                                  timeout=OTHER_TIMEOUT_SECONDS, object_selector=False))
     queues = [
-        _rule("draq.io", ["v1alpha1"], ["localqueues"], ["CREATE", "UPDATE"]),
-        _rule("draq.io", ["v1alpha1"], ["clusterqueues", "quotaunits"], ["CREATE", "UPDATE"], "Cluster"),
+        _rule(API_GROUP, ["v1alpha1"], ["localqueues"], ["CREATE", "UPDATE"]),
+        _rule(API_GROUP, ["v1alpha1"], ["clusterqueues", "quotaunits"], ["CREATE", "UPDATE"], "Cluster"),
     ]
     own = Scope("objects", {"matchExpressions": [_not_system(draq_namespace)]}, {})
     webhooks.append(_webhook("queues", client, queues, own, failure_policy="Ignore",
@@ -180,7 +176,9 @@ def _cel_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def api_path(configuration: dict[str, Any]) -> str:
-    plural = {"MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
-              "ValidatingWebhookConfiguration": "validatingwebhookconfigurations"}[configuration["kind"]]
-    return f"/apis/admissionregistration.k8s.io/v1/{plural}"
+def object_path(configuration: dict[str, Any]) -> str:
+    return kinds.BY_KIND[configuration["kind"]].object_path(None, configuration["metadata"]["name"])
+
+
+def collection_path(configuration: dict[str, Any]) -> str:
+    return kinds.BY_KIND[configuration["kind"]].collection_path()

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from admission.core.admission_review import (
+from admission.core.review import GatingPolicy, Lookups, mutate, validate
+from admission.core.review.envelope import (
     AdmissionRequest,
     Decision,
     MalformedReview,
@@ -24,27 +25,28 @@ from admission.core.admission_review import (
     render_response,
     request_uid,
 )
-from admission.core.gating import GatingPolicy, Lookups, mutate, validate
 
 log = logging.getLogger(__name__)
-Decide = Callable[[AdmissionRequest], Decision]
+Decide = Callable[[AdmissionRequest, Lookups], Decision]
 
 
-class Refresher(Protocol):
-    async def refresh(self, refs: tuple[ObjectRef, ...]) -> bool: ...
+class Fetcher(Protocol):
+    async def fetch(self, refs: tuple[ObjectRef, ...]) -> Lookups | None:
+        """Lookups with the objects a decision missed, for that decision only; None if none exists."""
+        ...
 
 
 class AdmissionHandlers:
-    def __init__(self, lookups: Lookups, policy: GatingPolicy, refresher: Refresher | None = None) -> None:
+    def __init__(self, lookups: Lookups, policy: GatingPolicy, fetcher: Fetcher | None = None) -> None:
         self._lookups = lookups
         self._policy = policy
-        self._refresher = refresher
+        self._fetcher = fetcher
 
     async def mutate(self, request: web.Request) -> web.Response:
-        return await self._review(request, lambda r: mutate(r, self._lookups))
+        return await self._review(request, mutate)
 
     async def validate(self, request: web.Request) -> web.Response:
-        return await self._review(request, lambda r: validate(r, self._lookups, self._policy))
+        return await self._review(request, lambda r, lookups: validate(r, lookups, self._policy))
 
     async def _review(self, request: web.Request, decide: Decide) -> web.Response:
         try:
@@ -58,11 +60,11 @@ class AdmissionHandlers:
 
     async def _decide(self, review: AdmissionRequest, decide: Decide) -> Decision:
         try:
-            decision = decide(review)
-            if decision.missing and self._refresher is not None and await self._refresher.refresh(
-                decision.missing
-            ):
-                decision = decide(review)
+            decision = decide(review, self._lookups)
+            if decision.missing and self._fetcher is not None:
+                fresh = await self._fetcher.fetch(decision.missing)
+                if fresh is not None:
+                    decision = decide(review, fresh)
             return decision
         except Exception:
             log.exception("deciding on %s (uid %s) failed", review.describe(), review.uid)

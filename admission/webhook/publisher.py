@@ -6,8 +6,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from admission.webhook.configurations import api_path
-from admission.webhook.kube_api import KubeApi, KubeApiError
+from admission.kube.client import Client, KubeApiError
+from admission.webhook.configurations import collection_path, object_path
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ Build = Callable[[bytes], list[dict[str, Any]]]
 class ConfigurationPublisher:
     """Creates or replaces the configurations; `apply(bundle)` is cheap when nothing changed."""
 
-    def __init__(self, api: KubeApi, build: Build) -> None:
+    def __init__(self, api: Client, build: Build) -> None:
         self._api = api
         self._build = build
         self._applied: list[dict[str, Any]] | None = None
@@ -39,28 +39,28 @@ class ConfigurationPublisher:
     async def delete(self) -> None:
         for configuration in self._build(b""):
             try:
-                await self._api.delete(f"{api_path(configuration)}/{configuration['metadata']['name']}")
+                await self._api.delete(object_path(configuration))
             except KubeApiError as err:
                 if err.status != 404:
                     raise
         self._applied = None
 
     async def _apply_one(self, configuration: dict[str, Any]) -> None:
-        path = api_path(configuration)
+        path = object_path(configuration)
         name = configuration["metadata"]["name"]
         try:
-            current = await self._api.get(f"{path}/{name}")
+            current = await self._api.get(path)
         except KubeApiError as err:
             if err.status != 404:
                 raise
-            await self._api.create(path, configuration)
+            await self._api.create(collection_path(configuration), configuration)
             log.info("created %s %s", configuration["kind"], name)
             return
         if _contains(current.get("webhooks"), configuration["webhooks"]):
             return
         version = current.get("metadata", {}).get("resourceVersion", "")
         replacement = {**configuration, "metadata": {**configuration["metadata"], "resourceVersion": version}}
-        await self._api.replace(f"{path}/{name}", replacement)
+        await self._api.replace(path, replacement)
         log.info("updated %s %s", configuration["kind"], name)
 
 

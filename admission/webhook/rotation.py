@@ -7,14 +7,16 @@ serving certificates are renewed.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from admission.core.errors import DraqError
+from admission.kube import kinds
+from admission.kube.client import Client, KubeApiError
+from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.webhook.certificates import (
     KeyPair,
     issue_serving,
@@ -24,23 +26,17 @@ from admission.webhook.certificates import (
     renewal_due,
     serves_hosts,
 )
-from admission.webhook.kube_api import KubeApi, KubeApiError
 from admission.webhook.tls import ServingTLS
 
 log = logging.getLogger(__name__)
-Clock = Callable[[], dt.datetime]
 CA_SECRET = "draq-webhook-ca"
 _LABELS = {"app.kubernetes.io/name": "draq", "app.kubernetes.io/component": "webhook"}
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 class SecretCA:
     """The CA in Secret `<namespace>/draq-webhook-ca` (keys `ca.crt`, `ca.key`), created if absent."""
 
-    def __init__(self, api: KubeApi, namespace: str, name: str = CA_SECRET, clock: Clock = utc_now) -> None:
+    def __init__(self, api: Client, namespace: str, name: str = CA_SECRET, clock: Clock = SYSTEM_CLOCK) -> None:
         self._api = api
         self._namespace = namespace
         self._name = name
@@ -48,24 +44,24 @@ class SecretCA:
 
     @property
     def _path(self) -> str:
-        return f"/api/v1/namespaces/{self._namespace}/secrets"
+        return kinds.SECRETS.object_path(self._namespace, self._name)
 
     async def load_or_create(self) -> KeyPair:
         try:
-            return self._decode(await self._api.get(f"{self._path}/{self._name}"))
+            return self._decode(await self._api.get(self._path))
         except KubeApiError as err:
             if err.status != 404:
                 raise
-        ca = new_ca("draq-webhook-ca", self._clock())
+        ca = new_ca("draq-webhook-ca", self._clock.now())
         try:
-            await self._api.create(self._path, self._encode(ca))
+            await self._api.create(kinds.SECRETS.collection_path(self._namespace), self._encode(ca))
             log.info("created CA secret %s/%s", self._namespace, self._name)
             return ca
         except KubeApiError as err:
             if err.status != 409:
                 raise
         # Another replica created it first: use theirs.
-        return self._decode(await self._api.get(f"{self._path}/{self._name}"))
+        return self._decode(await self._api.get(self._path))
 
     def _encode(self, ca: KeyPair) -> dict[str, Any]:
         return {
@@ -92,7 +88,7 @@ class SecretCA:
 class ServingCertRotator:
     """Issues the serving certificate from the CA and renews it after 2/3 of its lifetime."""
 
-    def __init__(self, ca: KeyPair, hosts: Sequence[str], tls: ServingTLS, clock: Clock = utc_now,
+    def __init__(self, ca: KeyPair, hosts: Sequence[str], tls: ServingTLS, clock: Clock = SYSTEM_CLOCK,
                  lifetime: dt.timedelta | None = None) -> None:
         self.ca = ca
         self._hosts = list(hosts)
@@ -102,7 +98,7 @@ class ServingCertRotator:
 
     def ensure_current(self, force: bool = False) -> bool:
         """Install a fresh certificate if forced, there is none, it is due, or it lacks a host; True if it did."""
-        now = self._clock()
+        now = self._clock.now()
         current = self._tls.current
         fresh = current is not None and not needs_renewal(current, now) and serves_hosts(current, self._hosts)
         if fresh and not force:
@@ -115,14 +111,14 @@ class ServingCertRotator:
     def seconds_until_due(self) -> float:
         if self._tls.current is None:
             return 0.0
-        return max((renewal_due(self._tls.current) - self._clock()).total_seconds(), 0.0)
+        return max((renewal_due(self._tls.current) - self._clock.now()).total_seconds(), 0.0)
 
     async def run(self, max_sleep: float = 3600.0) -> None:
         while True:
-            await asyncio.sleep(min(max(self.seconds_until_due(), 1.0), max_sleep))
+            await self._clock.sleep(min(max(self.seconds_until_due(), 1.0), max_sleep))
             try:
                 if self.ensure_current():
                     log.info("renewed the serving certificate")
             except Exception:  # keep serving the current certificate; try again shortly
                 log.exception("renewing the serving certificate failed")
-                await asyncio.sleep(30)
+                await self._clock.sleep(30)

@@ -10,11 +10,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from admission.core.gating import DEFAULT_DRAQ_USER, GatingPolicy
+from admission.core.labels import DEFAULT_DRAQ_USER
+from admission.core.review import GatingPolicy
+from admission.kube.client import KubeApi, load_credentials
 from admission.webhook.cache import ClusterCache
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.handlers import AdmissionHandlers
-from admission.webhook.kube_api import KubeApi, load_credentials
 from admission.webhook.publisher import ConfigurationPublisher
 from admission.webhook.rotation import SecretCA, ServingCertRotator
 from admission.webhook.server import RunningServer, build_app, start_server

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from e2e.controlplane import ControlPlane
-from e2e.nodesim import NodeSimulator
+from admission.localcluster.controlplane import ControlPlane
+from admission.localcluster.nodesim import NodeSimulator
 
 _failed: list[str] = []
 

@@ -15,9 +15,9 @@ from typing import Any
 from admission.core.allocator.api import Allocator, Outcome, Snapshot, Status
 from admission.core.features import gates_for
 from admission.core.models import ResourceClaim, parse_objects
-from e2e import scenarios, trials
-from e2e.controlplane import ALPHA_DRA_GATES, ControlPlane
-from e2e.nodesim import NodeSimulator
+from admission.localcluster.controlplane import ALPHA_DRA_GATES, ControlPlane
+from admission.localcluster.nodesim import NodeSimulator
+from tests.e2e import scenarios, trials
 
 SEED = int(os.environ.get("DRAQ_DIFF_SEED", "20261122"))
 TRIALS = int(os.environ.get("DRAQ_DIFF_TRIALS", "300"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.controlplane import ControlPlane, ControlPlaneError
+from admission.localcluster.controlplane import ControlPlane, ControlPlaneError
 
 
 def test_port_in_use_is_reported_before_anything_starts(tmp_path: Path) -> None:

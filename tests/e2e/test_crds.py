@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.controlplane import ControlPlane
+from admission.localcluster.controlplane import ControlPlane
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from kubernetes import client
 
-from e2e.controlplane import ControlPlane
-from e2e.nodesim import NodeSimulator
+from admission.localcluster.controlplane import ControlPlane
+from admission.localcluster.nodesim import NodeSimulator
 from tests.e2e.waiting import until
 
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from admission.core.gating import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.localcluster.controlplane import ControlPlane
+from admission.localcluster.nodesim import NodeSimulator
 from admission.operator import Operator, OperatorSettings
 from admission.operator.writer import Writer
-from e2e.controlplane import ControlPlane
-from e2e.nodesim import NodeSimulator
 from tests.e2e.waiting import until
 
 GPU_CLASS = "gpu.nvidia.com"

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 from cryptography import x509
 
+from admission.localcluster.controlplane import ControlPlane, ControlPlaneError, free_port
 from admission.webhook.certificates import issue_serving, new_ca
-from e2e.controlplane import ControlPlane, ControlPlaneError, free_port
 from tests.e2e.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,11 +1,16 @@
-"""Status bodies the operator writes: PodGroup admission record and conditions, queue usage. Pure."""
+"""What the operator writes, decided here: PodGroup status bodies and conditions, Event texts, and the
+pending counts behind queue status. Pure."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from admission.core.gang.cycle import Admit, Wait
-from admission.core.quota import Phase, RecordedPlan, charge_status
+from admission.core.gang.groups import GroupView
+from admission.core.quota import Phase, Reconciliation, RecordedPlan, charge_status, reconciliation_status
 
 ADMITTED_CONDITION = "Admitted"
 
@@ -33,3 +38,51 @@ def admitted_status(admit: Admit, members: int, now: str) -> dict[str, Any]:
 def pending_status(wait: Wait, members: int, now: str) -> dict[str, Any]:
     return {"phase": Phase.PENDING.value, "message": wait.message, "members": members,
             "conditions": [condition(ADMITTED_CONDITION, False, wait.reason.value, wait.message, now)]}
+
+
+def admitted_event(admit: Admit) -> str:
+    """The Event text of an admission: where, what it was charged, and where each member goes."""
+    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in admit.placements.items())
+    return f"admitted to ClusterQueue {admit.cluster_queue}, charged {admit.charge.describe()}; placed {placed}"
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseChange:
+    """What the operator writes when an admitted group moves on: a status body, an Event, and a warning
+    when the real allocations differ from the recorded charge."""
+
+    status: dict[str, Any]
+    reason: str
+    message: str
+    warning: str = ""
+
+
+def phase_change(phase: Phase, members: int, reconciliation: Reconciliation | None = None) -> PhaseChange:
+    running = phase is Phase.RUNNING
+    message = "all members are bound" if running else "all members have finished; the charge is released"
+    status: dict[str, Any] = {"phase": phase.value, "members": members, "message": message}
+    warning = ""
+    if reconciliation is not None:
+        status["reconciliation"] = reconciliation_status(reconciliation)
+        if reconciliation.differences:
+            warning = "charge differs from the real allocations: " + reconciliation.describe()
+    return PhaseChange(status, phase.value, message, warning)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCounts:
+    """Groups waiting, per ClusterQueue and per LocalQueue (`namespace/name`)."""
+
+    cluster_queues: Mapping[str, int]
+    local_queues: Mapping[str, int]
+
+
+def pending_counts(waiting: Iterable[Wait], groups: Mapping[str, GroupView]) -> PendingCounts:
+    per_cq: Counter[str] = Counter()
+    per_lq: Counter[str] = Counter()
+    for wait in waiting:
+        per_cq[wait.cluster_queue] += 1
+        group = groups.get(wait.group)
+        if group is not None:
+            per_lq[f"{group.namespace}/{group.queue}"] += 1
+    return PendingCounts(dict(per_cq), dict(per_lq))

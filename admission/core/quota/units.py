@@ -9,10 +9,9 @@ from fractions import Fraction
 from typing import Any
 
 from admission.core.errors import InvalidInput
+from admission.core.labels import API_VERSION
 from admission.core.models._fields import Fields
 from admission.core.models.meta import object_label
-
-API_VERSION = "draq.io/v1alpha1"
 
 
 class Counting(StrEnum):

@@ -8,7 +8,7 @@ from typing import Any
 from admission.core.allocator import Snapshot
 from admission.core.features import gates_for
 from admission.core.gang import CycleInput, CycleResult, GroupView, collect_groups, rebuild_state, run_cycle
-from admission.core.gating import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.models import AllocationResult, Pod, parse_objects
 from admission.core.quantity import parse_quantity
 from admission.core.quota import (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e import build
+from admission.localcluster import build
 
 
 def test_short_versions_resolve_to_pinned_patch_releases() -> None:

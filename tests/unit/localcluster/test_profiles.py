@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from e2e import profiles
+from admission.localcluster import profiles
 
 
 def test_h100_node_publishes_eight_gpus_in_one_complete_pool() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from admission.core.admission_review import AdmissionRequest, GroupVersionKind, ReviewBuilder, parse_review
+from admission.core.review.envelope import AdmissionRequest, GroupVersionKind, ReviewBuilder, parse_review
 
 POD = GroupVersionKind("", "v1", "Pod")
 JOB = GroupVersionKind("batch", "v1", "Job")

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from admission.core.gating import GatingPolicy
+from admission.core.review import GatingPolicy
 from admission.webhook.certificates import KeyPair, issue_serving, new_ca
 from admission.webhook.handlers import AdmissionHandlers
 from admission.webhook.server import RunningServer, build_app, start_server

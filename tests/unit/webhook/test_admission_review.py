@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from admission.core.admission_review import (
+from admission.core.review.envelope import (
     Decision,
     MalformedReview,
     PatchOperation,

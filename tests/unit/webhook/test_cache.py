@@ -6,9 +6,18 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from admission.core.admission_review import ObjectRef
-from admission.webhook.cache import DEVICE_CLASSES, LOCAL_QUEUES, NAMESPACES, ClusterCache, Reflector
-from admission.webhook.kube_api import KubeApiError
+from admission.core.review.envelope import ObjectRef
+from admission.kube import kinds
+from admission.kube.client import KubeApiError
+from admission.kube.paths import Resource
+from admission.kube.reflector import Projection, Reflector
+from admission.webhook.cache import WEBHOOK_RESOURCES, ClusterCache
+
+NAMESPACES, LOCAL_QUEUES, DEVICE_CLASSES = kinds.NAMESPACES, kinds.LOCAL_QUEUES, kinds.DEVICE_CLASSES
+
+
+def only(*wanted: Resource) -> tuple[tuple[Resource, Projection], ...]:
+    return tuple((resource, project) for resource, project in WEBHOOK_RESOURCES if resource in wanted)
 
 
 class FakeApi:
@@ -51,14 +60,14 @@ def lq(namespace: str, name: str, cq: str) -> dict[str, Any]:
 def test_list_then_watch_keeps_the_store_current() -> None:
     async def go() -> None:
         api = FakeApi()
-        api.objects[NAMESPACES.list_path] = [ns("a", team="x"), ns("b")]
-        api.events[NAMESPACES.list_path] = [
+        api.objects[NAMESPACES.list_path()] = [ns("a", team="x"), ns("b")]
+        api.events[NAMESPACES.list_path()] = [
             {"type": "MODIFIED", "object": ns("b", **{"draq.io/managed": "true"})},
             {"type": "DELETED", "object": ns("a")},
             {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}},
             {"type": "ADDED", "object": ns("c")},
         ]
-        cache = ClusterCache(api, (NAMESPACES,))  # type: ignore[arg-type]
+        cache = ClusterCache(api, only(NAMESPACES))  # type: ignore[arg-type]
         await cache.start(timeout=5)
         await api.watch_started.wait()
         await asyncio.sleep(0.05)
@@ -75,8 +84,8 @@ def test_list_items_without_kind_are_stored_typed() -> None:
     # The API server omits apiVersion and kind on the items of a list; parsers of cached objects need them.
     async def go() -> None:
         api = FakeApi()
-        api.objects[DEVICE_CLASSES.list_path] = [{"metadata": {"name": "gpu"}, "spec": {"selectors": []}}]
-        cache = ClusterCache(api, (DEVICE_CLASSES,))  # type: ignore[arg-type]
+        api.objects[DEVICE_CLASSES.list_path()] = [{"metadata": {"name": "gpu"}, "spec": {"selectors": []}}]
+        cache = ClusterCache(api, only(DEVICE_CLASSES))  # type: ignore[arg-type]
         await cache.start(timeout=5)
         stored = cache.device_class("gpu")
         assert stored is not None
@@ -89,13 +98,13 @@ def test_list_items_without_kind_are_stored_typed() -> None:
 def test_absent_crd_is_empty_and_synced() -> None:
     async def go() -> None:
         api = FakeApi()
-        api.missing_lists.add(LOCAL_QUEUES.list_path)
-        reflector = Reflector(api, LOCAL_QUEUES, retry_absent_after=0.01)  # type: ignore[arg-type]
+        api.missing_lists.add(LOCAL_QUEUES.list_path())
+        reflector = Reflector(api, LOCAL_QUEUES, only(LOCAL_QUEUES)[0][1], retry_absent_after=0.01)  # type: ignore[arg-type]
         task = asyncio.create_task(reflector.run())
         await asyncio.wait_for(reflector.synced.wait(), 5)
         assert reflector.store == {}
         api.missing_lists.clear()
-        api.objects[LOCAL_QUEUES.list_path] = [lq("team", "gpu", "cq")]
+        api.objects[LOCAL_QUEUES.list_path()] = [lq("team", "gpu", "cq")]
         await asyncio.sleep(0.1)  # retried: the CRD is there now
         assert reflector.store[("team", "gpu")]["spec"] == {"clusterQueue": "cq"}
         assert "status" not in reflector.store[("team", "gpu")]
@@ -104,21 +113,51 @@ def test_absent_crd_is_empty_and_synced() -> None:
     asyncio.run(go())
 
 
-def test_refresh_fetches_what_a_decision_missed_and_remembers_misses() -> None:
+def test_fetch_serves_one_decision_and_never_writes_the_shared_cache() -> None:
     async def go() -> None:
         api = FakeApi()
-        api.objects[LOCAL_QUEUES.list_path] = []
-        cache = ClusterCache(api, (LOCAL_QUEUES,), miss_memory=60)  # type: ignore[arg-type]
+        api.objects[LOCAL_QUEUES.list_path()] = []
+        cache = ClusterCache(api, only(LOCAL_QUEUES), miss_memory=60)  # type: ignore[arg-type]
         await cache.start(timeout=5)
         path = "/apis/draq.io/v1alpha1/namespaces/team/localqueues/gpu"
         api.singles[path] = lq("team", "gpu", "cq")
-        assert await cache.refresh((ObjectRef("LocalQueue", "team", "gpu"),))
-        assert cache.local_queue("team", "gpu") is not None
+        view = await cache.fetch((ObjectRef("LocalQueue", "team", "gpu"),))
+        assert view is not None and view.local_queue("team", "gpu") is not None
+        assert cache.local_queue("team", "gpu") is None  # only the watch writes the shared stores
         missing = ObjectRef("LocalQueue", "team", "nope")
-        assert not await cache.refresh((missing,))
-        assert not await cache.refresh((missing,))
+        assert await cache.fetch((missing,)) is None
+        assert await cache.fetch((missing,)) is None
         assert api.gets.count("/apis/draq.io/v1alpha1/namespaces/team/localqueues/nope") == 1
-        assert not await cache.refresh((ObjectRef("Unknown", "", "x"),))
+        assert await cache.fetch((ObjectRef("Unknown", "", "x"),)) is None
+        await cache.stop()
+
+    asyncio.run(go())
+
+
+def test_fetch_refuses_names_that_are_not_kubernetes_names() -> None:
+    # A forged review's namespace such as "team-a/configmaps/victim" must never address another resource.
+    async def go() -> None:
+        api = FakeApi()
+        api.objects[NAMESPACES.list_path()] = []
+        cache = ClusterCache(api, only(NAMESPACES))  # type: ignore[arg-type]
+        await cache.start(timeout=5)
+        api.singles["/api/v1/namespaces/team-a/configmaps/victim"] = {"metadata": {"name": "victim"}}
+        for name in ("team-a/configmaps/victim", "..", "Team", "a" * 64, "x%2Fy"):
+            assert await cache.fetch((ObjectRef("Namespace", "", name),)) is None
+        assert api.gets == [NAMESPACES.list_path()]
+        await cache.stop()
+
+    asyncio.run(go())
+
+
+def test_fetch_ignores_an_answer_about_another_object() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        api.objects[NAMESPACES.list_path()] = []
+        cache = ClusterCache(api, only(NAMESPACES))  # type: ignore[arg-type]
+        await cache.start(timeout=5)
+        api.singles["/api/v1/namespaces/victim"] = {"metadata": {"name": "other", "labels": {}}}
+        assert await cache.fetch((ObjectRef("Namespace", "", "victim"),)) is None
         await cache.stop()
 
     asyncio.run(go())
@@ -126,7 +165,7 @@ def test_refresh_fetches_what_a_decision_missed_and_remembers_misses() -> None:
 
 def test_object_paths() -> None:
     assert LOCAL_QUEUES.object_path("t", "q") == "/apis/draq.io/v1alpha1/namespaces/t/localqueues/q"
-    assert NAMESPACES.object_path("", "t") == "/api/v1/namespaces/t"
+    assert NAMESPACES.object_path(None, "t") == "/api/v1/namespaces/t"
 
 
 class SecretApi:
@@ -201,6 +240,6 @@ def test_an_unreachable_api_server_is_a_clear_error() -> None:
 
     async def go() -> None:
         with pytest.raises(DraqError, match="could not list LocalQueue from the API server within 0s"):
-            await ClusterCache(Down(), (LOCAL_QUEUES,)).start(timeout=0.2)  # type: ignore[arg-type]
+            await ClusterCache(Down(), only(LOCAL_QUEUES)).start(timeout=0.2)  # type: ignore[arg-type]
 
     asyncio.run(go())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.core.admission_review import GroupVersionKind
-from admission.core.gating import GatingPolicy, validate
+from admission.core.review import GatingPolicy, validate
+from admission.core.review.envelope import GroupVersionKind
 
 from .builders import CLAIM, CLAIM_TEMPLATE, FakeLookups, cluster, request
 

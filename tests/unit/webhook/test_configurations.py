@@ -11,7 +11,7 @@ import yaml
 
 from admission.cli import webhook as cli
 from admission.core.errors import InvalidInput
-from admission.core.gating import selector_matches
+from admission.core.review import selector_matches
 from admission.webhook.configurations import WebhookTarget, configurations
 
 TARGET = WebhookTarget(url="https://127.0.0.1:9443")

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from admission.core.admission_review import AdmissionRequest, render_response
-from admission.core.gating import GATE, QUEUE_LABEL, GatingPolicy, mutate, validate
+from admission.core.labels import GATE, QUEUE_LABEL
+from admission.core.review import GatingPolicy, mutate, validate
+from admission.core.review.envelope import AdmissionRequest, render_response
 from admission.webhook.handlers import read_review
 
 from .builders import CLAIM, CLUSTER_QUEUE, LOCAL_QUEUE, POD, apply_patch, cluster, pod, review

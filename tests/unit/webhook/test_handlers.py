@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 
-from admission.core.admission_review import ObjectRef, parse_review
-from admission.core.gating import GATE, QUEUE_LABEL, GatingPolicy, validate
+from admission.core.labels import GATE, QUEUE_LABEL
+from admission.core.review import GatingPolicy, validate
+from admission.core.review.envelope import ObjectRef, parse_review
 from admission.webhook.handlers import AdmissionHandlers
 
 from .builders import POD, FakeLookups, cluster, pod, review
 
 
 class CatchingUp:
-    """A refresher that finds the LocalQueue the cache had not seen yet."""
+    """A fetcher that finds the LocalQueue the cache had not seen yet, for this decision only."""
 
     def __init__(self, lookups: FakeLookups) -> None:
         self.lookups = lookups
         self.asked: list[tuple[ObjectRef, ...]] = []
 
-    async def refresh(self, refs: tuple[ObjectRef, ...]) -> bool:
+    async def fetch(self, refs: tuple[ObjectRef, ...]) -> FakeLookups:
         self.asked.append(refs)
-        self.lookups.with_queue("team-a", "new")
-        return True
+        return copy.deepcopy(self.lookups).with_queue("team-a", "new")
 
 
 def test_a_queue_created_a_moment_ago_is_found_on_the_second_look() -> None:
@@ -29,9 +30,10 @@ def test_a_queue_created_a_moment_ago_is_found_on_the_second_look() -> None:
     refresher = CatchingUp(lookups)
     handlers = AdmissionHandlers(lookups, GatingPolicy(), refresher)
     request = parse_review(review(POD, pod("x", labels={QUEUE_LABEL: "new"}, gates=[GATE])))
-    decision = asyncio.run(handlers._decide(request, lambda r: validate(r, lookups, GatingPolicy())))
+    decision = asyncio.run(handlers._decide(request, lambda r, seen: validate(r, seen, GatingPolicy())))
     assert decision.allowed
     assert refresher.asked == [(ObjectRef("LocalQueue", "team-a", "new"),)]
+    assert lookups.local_queue("team-a", "new") is None
 
 
 def test_a_failing_decision_becomes_a_denial_not_a_crash() -> None:

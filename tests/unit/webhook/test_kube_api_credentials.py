@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from admission.webhook.kube_api import load_credentials
+from admission.kube.client import load_credentials
 
 
 def write_kubeconfig(path: Path, user: dict[str, str]) -> Path:

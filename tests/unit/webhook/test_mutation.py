@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.core.admission_review import ObjectRef, render_response
-from admission.core.gating import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL, label_value, mutate
+from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.review import label_value, mutate
+from admission.core.review.envelope import ObjectRef, render_response
 
 from .builders import POD, apply_patch, cluster, decode_patch, job_owner, pod, request, review
 
 
 def mutated(obj: dict[str, Any], lookups: Any = None, **kwargs: Any) -> dict[str, Any]:
     document = review(POD, obj, **kwargs)
-    from admission.core.admission_review import parse_review
+    from admission.core.review.envelope import parse_review
 
     decision = mutate(parse_review(document), lookups or cluster())
     assert decision.allowed

@@ -15,10 +15,11 @@ import pytest
 from cryptography import x509
 
 from admission.core.errors import DraqError, InvalidInput
-from admission.core.gating import GATE, QUEUE_LABEL
+from admission.core.labels import GATE, QUEUE_LABEL
 from admission.webhook.certificates import issue_serving, new_ca
 from admission.webhook.rotation import ServingCertRotator
 from admission.webhook.tls import CertFileWatcher, ServingTLS
+from tests.support.clock import FakeClock
 
 from .builders import POD, apply_patch, cluster, decode_patch, pod, review
 from .serving import LiveServer, live_server
@@ -146,11 +147,11 @@ def test_rotator_does_nothing_until_due() -> None:
     ca = new_ca("ca", dt.datetime.now(dt.UTC))
     tls = ServingTLS()
     now = dt.datetime.now(dt.UTC)
-    rotator = ServingCertRotator(ca, ["127.0.0.1"], tls, clock=lambda: now)
+    rotator = ServingCertRotator(ca, ["127.0.0.1"], tls, clock=FakeClock(now))
     try:
         assert rotator.ensure_current() and not rotator.ensure_current()
         assert 19 * 86400 < rotator.seconds_until_due() < 21 * 86400
-        host_change = ServingCertRotator(ca, ["127.0.0.1", "draq.svc"], tls, clock=lambda: now)
+        host_change = ServingCertRotator(ca, ["127.0.0.1", "draq.svc"], tls, clock=FakeClock(now))
         assert host_change.ensure_current()
     finally:
         tls.close()

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.core.admission_review import ObjectRef
-from admission.core.gating import (
-    DEFAULT_DRAQ_USER,
-    GATE,
-    GROUP_LABEL,
-    GROUP_MIN_LABEL,
-    QUEUE_LABEL,
-    GatingPolicy,
-    selector_matches,
-    validate,
-)
+from admission.core.labels import DEFAULT_DRAQ_USER, GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.review import GatingPolicy, selector_matches, validate
+from admission.core.review.envelope import ObjectRef
 
 from .builders import CLUSTER_QUEUE, LOCAL_QUEUE, POD, FakeLookups, cluster, pod, request
 

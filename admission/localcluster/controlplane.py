@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2e import build, pki
+from admission.localcluster import build, pki
 
 # Enough controllers for DRA, Jobs, quota and namespace clean-up. The node-lifecycle controller is
 # left out on purpose: hand-made Nodes have no heartbeat, so it would mark them NotReady and evict.
@@ -386,7 +386,7 @@ def running(work_dir: Path | None = None, **options: Any) -> Iterator[ControlPla
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m e2e.controlplane`: start a control plane and keep it running until Ctrl-C."""
+    """`python -m admission.localcluster.controlplane`: start a control plane and keep it running until Ctrl-C."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Run a local Kubernetes control plane on 127.0.0.1.")

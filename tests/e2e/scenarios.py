@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from e2e import profiles
+from admission.localcluster import profiles
 
 Manifest = dict[str, Any]
 NIC = "nic.example.com"

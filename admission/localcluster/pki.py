@@ -45,7 +45,7 @@ def _name(common_name: str, organization: str | None = None) -> x509.Name:
 def _builder(subject: x509.Name, issuer: x509.Name, public_key: object, days: int) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.UTC)
     return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
-            .public_key(public_key).serial_number(x509.random_serial_number())  # type: ignore[arg-type]
+            .public_key(public_key).serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days)))
 
 

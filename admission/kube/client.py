@@ -1,4 +1,4 @@
-"""A small asynchronous Kubernetes API client for the webhook: JSON in, JSON out, over aiohttp.
+"""draq's one Kubernetes API client: asynchronous, JSON in, JSON out, over aiohttp.
 
 Credentials come from the `kubernetes` package's kubeconfig / in-cluster loaders (which handle
 client certificates, tokens and exec plugins); requests go through one aiohttp session, and
@@ -13,7 +13,7 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from kubernetes import client as k8s_client
@@ -73,6 +73,29 @@ def _in_cluster() -> bool:
     ).exists()
 
 
+class Client(Protocol):
+    """What the operator and the webhooks need from the API; `KubeApi` is the real one, and unit tests
+    of the shell's own logic use a small in-memory fake of it."""
+
+    async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]: ...
+
+    async def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def merge_patch(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def json_patch(self, path: str, operations: list[dict[str, Any]]) -> dict[str, Any]: ...
+
+    async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def delete(self, path: str) -> dict[str, Any]: ...
+
+    def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[
+        dict[str, Any]
+    ]: ...
+
+    async def close(self) -> None: ...
+
+
 class KubeApi:
     """GET / list / watch / create / patch with plain JSON; one session for the process."""
 
@@ -98,7 +121,7 @@ class KubeApi:
             await self._session.close()
 
     async def request(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None,
+        self, method: str, path: str, body: Mapping[str, Any] | list[dict[str, Any]] | None = None,
         params: Mapping[str, str] | None = None, content_type: str = "application/json",
     ) -> dict[str, Any]:
         headers = {**self._credentials.headers(), "Accept": "application/json"}
@@ -124,6 +147,10 @@ class KubeApi:
 
     async def merge_patch(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("PATCH", path, body, content_type="application/merge-patch+json")
+
+    async def json_patch(self, path: str, operations: list[dict[str, Any]]) -> dict[str, Any]:
+        """An RFC 6902 patch; a failed `test` operation answers 422, a conflict 409."""
+        return await self.request("PATCH", path, operations, content_type="application/json-patch+json")
 
     async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("PUT", path, body)

@@ -1,0 +1,32 @@
+"""draq's vocabulary on Kubernetes objects: API group, labels, the scheduling gate, annotations.
+
+Defined once here and imported everywhere else (webhook decisions, the admission cycle, the
+operator's writes, the CLI and the tests).
+"""
+
+API_GROUP = "draq.io"
+API_VERSION = "draq.io/v1alpha1"
+
+GATE = "draq.io/admission"
+"""The scheduling gate the mutating webhook adds and only draq removes, when the group is admitted."""
+
+QUEUE_LABEL = "draq.io/queue"
+GROUP_LABEL = "draq.io/pod-group"
+GROUP_MIN_LABEL = "draq.io/group-min"
+GROUP_LABELS = (QUEUE_LABEL, GROUP_LABEL, GROUP_MIN_LABEL)
+
+MANAGED_LABEL = "draq.io/managed"
+"""On a Namespace: `"true"` puts its pods under draq."""
+DEFAULT_QUEUE_LABEL = "draq.io/default-queue"
+"""On a Namespace: the LocalQueue its pods use when they name none (and it makes the namespace managed)."""
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "draq"
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+"""Static pods' mirror objects, which no webhook can gate."""
+
+DEFAULT_DRAQ_USER = "system:serviceaccount:draq-system:draq"
+"""The user draq acts as, by default: the only one allowed to remove the gate."""
+
+MAX_GROUP_MIN = 100_000

@@ -1,0 +1,35 @@
+"""What the admission webhooks decide, as pure functions of an AdmissionRequest and a few lookups.
+
+One module per object kind, as a controller's mutating and validating paths:
+
+- `pod_mutation`: Pod CREATE in a managed namespace that names a LocalQueue gets the scheduling gate
+  `draq.io/admission` and the labels the operator reads (queue, pod group, group minimum).
+- `pod_validation`: pods naming a LocalQueue that does not exist, removal of the gate by anyone but
+  draq, queue or group labels changed on a gated or admitted pod.
+- `claims`: ResourceClaims and ResourceClaimTemplates whose selectors do not compile or whose charge
+  cannot be computed or could never fit their queue.
+- `draq_objects`: draq's own objects that reference objects that do not exist.
+
+`envelope` reads and answers the AdmissionReview itself. A namespace is managed when it has the label
+`draq.io/managed: "true"` or the label `draq.io/default-queue` (naming the LocalQueue its pods use
+when they name none).
+"""
+
+from admission.core.review.lookups import GatingPolicy, Lookups
+from admission.core.review.pod_mutation import job_group_min, mutate
+from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
+from admission.core.review.selectors import selector_matches
+from admission.core.review.validating import validate
+
+__all__ = [
+    "GatingPolicy",
+    "Lookups",
+    "QueueChoice",
+    "job_group_min",
+    "label_value",
+    "mutate",
+    "namespace_is_managed",
+    "pod_queue",
+    "selector_matches",
+    "validate",
+]

@@ -1,0 +1,171 @@
+"""Validating webhook, ResourceClaims and ResourceClaimTemplates of managed namespaces: selectors that
+compile, a charge that can be computed, and a charge its queue could ever hold."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from admission.core.cel import CelError, compile_selector
+from admission.core.errors import DraqError, InvalidInput
+from admission.core.labels import DEFAULT_QUEUE_LABEL, QUEUE_LABEL
+from admission.core.models import ClaimSpec, DeviceClass, Pod, ResourceClaim, ResourceClaimTemplate, parse_object
+from admission.core.quantity import Quantity
+from admission.core.quota import (
+    ChargeResult,
+    ClusterQueue,
+    CompiledUnit,
+    DraCel,
+    GroupObjects,
+    Inventory,
+    Unchargeable,
+    charge_group,
+    compile_unit,
+    device_selected,
+    format_amount,
+    parse_cluster_queue,
+    parse_quota_unit,
+)
+from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, ObjectRef
+from admission.core.review.lookups import Lookups
+from admission.core.review.queue_choice import namespace_is_managed
+from admission.core.review.readers import mapping
+
+CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
+_CLAIM_PROBE_POD = "draq-claim-check"
+
+
+def validate_claim(request: AdmissionRequest, lookups: Lookups) -> Decision:
+    """Selectors that compile, a charge that can be computed, and a charge its queue could ever hold."""
+    namespace_labels = lookups.namespace_labels(request.namespace)
+    if namespace_labels is None:
+        return Decision.allow(missing=[ObjectRef("Namespace", "", request.namespace)])
+    if not namespace_is_managed(namespace_labels) or request.object is None:
+        return Decision.allow()
+    try:
+        model = parse_object(request.object, request.namespace)
+    except InvalidInput as err:
+        return Decision.deny(f"{err}; draq cannot charge a claim it cannot read", "Invalid", 422)
+    if not isinstance(model, ResourceClaim | ResourceClaimTemplate):
+        return Decision.allow()
+    selector_problem = _selector_problem(request, model.spec)
+    if selector_problem:
+        return Decision.deny(selector_problem, "Invalid", 422)
+    charged = _charge(request, model, lookups)
+    if isinstance(charged, Decision):
+        return charged
+    charge, warnings = charged
+    fit = _could_ever_fit(request, model, charge, lookups, namespace_labels)
+    return fit if not fit.allowed else Decision.allow(warnings=[*warnings, *fit.warnings])
+
+
+def _selector_problem(request: AdmissionRequest, spec: ClaimSpec) -> str:
+    for device_request in spec.requests:
+        for selection in device_request.alternatives:
+            where = device_request.name if selection.name == device_request.name else (
+                f"{device_request.name}/{selection.name}")
+            for index, expression in enumerate(selection.selectors):
+                if expression is None:
+                    return (f"{request.describe()}, request {where}, selectors[{index}]: only CEL selectors "
+                            "are understood; use selectors[].cel.expression")
+                try:
+                    compile_selector(expression)
+                except CelError as err:
+                    return (f"{request.describe()}, request {where}, selectors[{index}].cel.expression: "
+                            f"does not compile: {err}")
+    return ""
+
+
+def _charge(
+    request: AdmissionRequest, model: ResourceClaim | ResourceClaimTemplate, lookups: Lookups
+) -> tuple[ChargeResult, list[str]] | Decision:
+    units, unit_warnings = _compiled_units(lookups)
+    classes = {s.device_class_name for r in model.spec.requests for s in r.alternatives}
+    device_classes = []
+    for name in sorted(classes):
+        manifest = lookups.device_class(name)
+        parsed = _parse_or_none(manifest) if manifest is not None else None
+        if isinstance(parsed, DeviceClass):
+            device_classes.append(parsed)
+    entry: dict[str, str] = {"name": "claim"}
+    if isinstance(model, ResourceClaim):
+        entry["resourceClaimName"] = model.name
+        group = GroupObjects((_probe_pod(request.namespace, entry),), claims={model.key: model})
+    else:
+        entry["resourceClaimTemplateName"] = model.name
+        group = GroupObjects((_probe_pod(request.namespace, entry),),
+                             templates={f"{model.namespace}/{model.name}": model})
+    try:
+        charged = charge_group(group, units, Inventory.of(device_classes, {}), device_selected)
+    except Unchargeable as err:
+        text = str(err).replace(f"pod {request.namespace}/{_CLAIM_PROBE_POD} claim claim", request.describe())
+        if err.permanent:
+            return Decision.deny(f"{request.describe()}: draq cannot compute its charge: {text}", "Invalid", 422)
+        return Decision.allow(warnings=[f"the charge is not known yet: {text}", *unit_warnings])
+    return charged, unit_warnings
+
+
+def _probe_pod(namespace: str, entry: Mapping[str, str]) -> Pod:
+    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": _CLAIM_PROBE_POD, "namespace": namespace},
+                "spec": {"resourceClaims": [dict(entry)], "containers": []}}
+    pod = parse_object(manifest, namespace)
+    assert isinstance(pod, Pod)
+    return pod
+
+
+def _parse_or_none(manifest: JsonObject) -> object:
+    try:
+        return parse_object(manifest)
+    except InvalidInput:
+        return None
+
+
+def _compiled_units(lookups: Lookups) -> tuple[list[CompiledUnit], list[str]]:
+    """Every QuotaUnit that compiles, and a warning for each that does not (the unit's own problem)."""
+    units, warnings = [], []
+    for manifest in lookups.quota_units():
+        try:
+            units.append(compile_unit(parse_quota_unit(manifest), DraCel()))
+        except DraqError as err:
+            warnings.append(f"not charged in a unit that cannot be used: {err}")
+    return units, warnings
+
+
+def _could_ever_fit(
+    request: AdmissionRequest, model: ResourceClaim | ResourceClaimTemplate, charged: ChargeResult,
+    lookups: Lookups, namespace_labels: Mapping[str, str],
+) -> Decision:
+    queue = model.meta.labels.get(QUEUE_LABEL) or namespace_labels.get(DEFAULT_QUEUE_LABEL)
+    local_queue = lookups.local_queue(request.namespace, queue) if queue else None
+    cluster_queue_name = mapping(mapping(local_queue).get("spec")).get("clusterQueue")
+    manifest = lookups.cluster_queue(cluster_queue_name) if isinstance(cluster_queue_name, str) else None
+    if manifest is None:
+        return Decision.allow()  # no queue known here: the pods that use the claim are checked
+    try:
+        cluster_queue = parse_cluster_queue(manifest)
+    except InvalidInput as err:
+        return Decision.allow(warnings=[f"whether the claim could ever fit is not known: {err}"])
+    too_big = []
+    for unit, needed in charged.total:
+        ceiling = _ceiling(cluster_queue, unit)
+        if ceiling is not None and needed > ceiling.value:
+            too_big.append(f"{unit}: it asks for {format_amount(needed, ceiling.format)}, the queue can hold at "
+                           f"most {ceiling}")
+    if not too_big:
+        return Decision.allow()
+    return Decision.deny(
+        f"{request.describe()} could never be admitted by LocalQueue {queue!r} (ClusterQueue "
+        f"{cluster_queue.name}): {'; '.join(too_big)}. Ask for fewer devices, or raise the ClusterQueue's "
+        "quota (nominal, or borrowingLimit within a cohort)",
+    )
+
+
+def _ceiling(cluster_queue: ClusterQueue, unit: str) -> Quantity | None:
+    """The most of a unit the queue could ever hold; None when unbounded (no quota, or free borrowing)."""
+    quota = cluster_queue.quota(unit)
+    if quota is None:
+        return None
+    if cluster_queue.cohort is None:
+        return quota.nominal
+    if quota.borrowing_limit is None:
+        return None
+    return quota.nominal + quota.borrowing_limit

@@ -1,0 +1,39 @@
+"""What the decisions read from the cluster, and their settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from admission.core.labels import DEFAULT_DRAQ_USER
+from admission.core.review.envelope import JsonObject
+
+
+class Lookups(Protocol):
+    """The few objects the decisions read; the webhook shell serves them from a list+watch cache."""
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None: ...
+
+    def local_queue(self, namespace: str, name: str) -> JsonObject | None: ...
+
+    def cluster_queue(self, name: str) -> JsonObject | None: ...
+
+    def quota_unit(self, name: str) -> JsonObject | None: ...
+
+    def job(self, namespace: str, name: str) -> JsonObject | None: ...
+
+    def quota_units(self) -> Iterable[JsonObject]: ...
+
+    def device_class(self, name: str) -> JsonObject | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GatingPolicy:
+    """Settings of the decisions."""
+
+    # The only user allowed to remove the gate and to relabel admitted pods.
+    draq_user: str = DEFAULT_DRAQ_USER
+
+
+# ---------------------------------------------------------------------------------------------

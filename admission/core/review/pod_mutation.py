@@ -1,0 +1,110 @@
+"""Mutating webhook, Pod CREATE: gate and label the pods of managed namespaces."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, ObjectRef, PatchOperation
+from admission.core.review.lookups import Lookups
+from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
+from admission.core.review.readers import controller_owner, gates_of, labels_of, mapping
+
+
+def mutate(request: AdmissionRequest, lookups: Lookups) -> Decision:
+    """The mutating webhook: gate and label managed pods at CREATE; everything else passes."""
+    if request.kind.kind != "Pod" or request.kind.group or request.operation != "CREATE":
+        return Decision.allow()
+    if request.sub_resource:
+        return Decision.allow()
+    namespace_labels = lookups.namespace_labels(request.namespace)
+    if namespace_labels is None:
+        return Decision.allow(missing=[ObjectRef("Namespace", "", request.namespace)])
+    queue = pod_queue(request.object, namespace_labels)
+    pod = request.object
+    if queue is None or pod is None or not isinstance(pod.get("spec"), Mapping):
+        return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))
+    labels, warnings, missing = _labels_to_add(request, pod, queue, lookups)
+    patch = [*_label_patch(pod, labels), *_gate_patch(pod)]
+    return Decision.allow(patch, warnings, missing)
+
+
+def maybe_stale_namespace(request: AdmissionRequest, namespace_labels: Mapping[str, str]) -> list[ObjectRef]:
+    """A queue-labelled pod in a namespace that looks unmanaged: the namespace's labels may have just
+    changed (the API server only sends pods of managed namespaces), so ask for a fresh look."""
+    if namespace_is_managed(namespace_labels) or not labels_of(request.object).get(QUEUE_LABEL):
+        return []
+    return [ObjectRef("Namespace", "", request.namespace)]
+
+
+def _labels_to_add(
+    request: AdmissionRequest, pod: JsonObject, queue: QueueChoice, lookups: Lookups
+) -> tuple[dict[str, str], list[str], list[ObjectRef]]:
+    present = labels_of(pod)
+    wanted: dict[str, str] = {QUEUE_LABEL: queue.name}
+    warnings: list[str] = []
+    missing: list[ObjectRef] = []
+    owner = controller_owner(pod)
+    if present.get(GROUP_LABEL):
+        pass  # the user's group; its minimum is the user's too (or the PodGroup's minMember)
+    elif owner.get("kind") == "Job" and isinstance(owner.get("name"), str):
+        job_name = str(owner["name"])
+        wanted[GROUP_LABEL] = label_value(job_name)
+        job = lookups.job(request.namespace, job_name)
+        if job is None:
+            missing.append(ObjectRef("Job", request.namespace, job_name))
+            warnings.append(f"Job {request.namespace}/{job_name} is not known to draq yet: group minimum 1")
+        wanted[GROUP_MIN_LABEL] = str(job_group_min(job))
+    else:
+        wanted[GROUP_LABEL] = label_value(_lone_pod_group(request, pod))
+        wanted[GROUP_MIN_LABEL] = "1"
+    # Empty values count as absent; the queue label is set to the queue chosen (it may come from the
+    # namespace default when the pod's own label is empty).
+    to_set = {k: v for k, v in wanted.items() if not present.get(k)}
+    if present.get(QUEUE_LABEL) != queue.name:
+        to_set[QUEUE_LABEL] = queue.name
+    return to_set, warnings, missing
+
+
+def job_group_min(job: JsonObject | None) -> int:
+    """A Job's pods run at most `parallelism` at once, and never more than `completions`."""
+    spec = mapping(mapping(job).get("spec"))
+    parallelism = spec.get("parallelism", 1)
+    completions = spec.get("completions")
+    size = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
+    if isinstance(completions, int) and not isinstance(completions, bool) and completions > 0:
+        size = min(size, completions)
+    return max(size, 1)
+
+
+def _lone_pod_group(request: AdmissionRequest, pod: JsonObject) -> str:
+    metadata = mapping(pod.get("metadata"))
+    name = metadata.get("name") or request.name
+    if isinstance(name, str) and name:
+        return name
+    # generateName: the final name is not known yet; the request uid is unique and stable.
+    prefix = metadata.get("generateName")
+    prefix = prefix if isinstance(prefix, str) and prefix else "pod-"
+    return f"{prefix}{request.uid.replace('-', '')[:12]}"
+
+
+def _label_patch(pod: JsonObject, labels: Mapping[str, str]) -> list[PatchOperation]:
+    if not labels:
+        return []
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return [PatchOperation("add", ("metadata",), {"labels": dict(labels)})]
+    if not isinstance(metadata.get("labels"), Mapping):
+        return [PatchOperation("add", ("metadata", "labels"), dict(labels))]
+    return [PatchOperation("add", ("metadata", "labels", key), value) for key, value in labels.items()]
+
+
+def _gate_patch(pod: JsonObject) -> list[PatchOperation]:
+    spec = mapping(pod.get("spec"))
+    gates = spec.get("schedulingGates")
+    if not isinstance(gates, list):
+        return [PatchOperation("add", ("spec", "schedulingGates"), [{"name": GATE}])]
+    if GATE in gates_of(pod):
+        return []
+    return [PatchOperation("add", ("spec", "schedulingGates", "-"), {"name": GATE})]
+

@@ -1,0 +1,24 @@
+"""The validating webhook: dispatch on the kind of object under review."""
+
+from __future__ import annotations
+
+from admission.core.labels import API_GROUP
+from admission.core.review.claims import CLAIM_KINDS, validate_claim
+from admission.core.review.draq_objects import DRAQ_CHECKS
+from admission.core.review.envelope import AdmissionRequest, Decision
+from admission.core.review.lookups import GatingPolicy, Lookups
+from admission.core.review.pod_validation import validate_pod
+
+
+def validate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
+    if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
+        return Decision.allow()
+    kind = request.kind
+    if kind.group == "" and kind.kind == "Pod":
+        return validate_pod(request, lookups, policy)
+    if kind.group == API_GROUP:
+        check = DRAQ_CHECKS.get(kind.kind)
+        return check(request, lookups) if check else Decision.allow()
+    if kind.group == "resource.k8s.io" and kind.kind in CLAIM_KINDS:
+        return validate_claim(request, lookups)
+    return Decision.allow()

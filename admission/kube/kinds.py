@@ -1,0 +1,33 @@
+"""The one table of API resources draq reads or writes."""
+
+from __future__ import annotations
+
+from admission.core.labels import API_GROUP
+from admission.kube.paths import Resource
+
+_DRAQ_VERSION = "v1alpha1"
+_DRA = ("resource.k8s.io", "v1")
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False, label_names=True)
+NODES = Resource("", "v1", "nodes", "Node", False)
+PODS = Resource("", "v1", "pods", "Pod", True)
+SECRETS = Resource("", "v1", "secrets", "Secret", True)
+EVENTS = Resource("", "v1", "events", "Event", True)
+JOBS = Resource("batch", "v1", "jobs", "Job", True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+DEVICE_CLASSES = Resource(*_DRA, "deviceclasses", "DeviceClass", False)
+RESOURCE_SLICES = Resource(*_DRA, "resourceslices", "ResourceSlice", False)
+RESOURCE_CLAIMS = Resource(*_DRA, "resourceclaims", "ResourceClaim", True)
+CLAIM_TEMPLATES = Resource(*_DRA, "resourceclaimtemplates", "ResourceClaimTemplate", True)
+CLUSTER_QUEUES = Resource(API_GROUP, _DRAQ_VERSION, "clusterqueues", "ClusterQueue", False)
+LOCAL_QUEUES = Resource(API_GROUP, _DRAQ_VERSION, "localqueues", "LocalQueue", True)
+QUOTA_UNITS = Resource(API_GROUP, _DRAQ_VERSION, "quotaunits", "QuotaUnit", False)
+POD_GROUPS = Resource(API_GROUP, _DRAQ_VERSION, "podgroups", "PodGroup", True)
+MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                             "MutatingWebhookConfiguration", False)
+VALIDATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                               "ValidatingWebhookConfiguration", False)
+
+ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, JOBS, LEASES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,
+       CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES, QUOTA_UNITS, POD_GROUPS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
+BY_KIND = {resource.kind: resource for resource in ALL}

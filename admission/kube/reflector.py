@@ -1,0 +1,133 @@
+"""List+watch: one reflector keeps one resource's objects in memory, in step with the API server.
+
+A reflector lists, then watches from the list's resourceVersion, and lists again when the watch
+ends or its resourceVersion is too old. A resource whose CRD is not installed yet is empty and
+retried. Only the reflector writes its store, from what the API server listed or watched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from admission.core.errors import DraqError
+from admission.kube.client import Client, KubeApiError
+from admission.kube.paths import Resource
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped resources
+Projection = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def typed(resource: Resource, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Items of a list response carry no apiVersion/kind; parsers of cached objects need them."""
+    if "kind" in obj and "apiVersion" in obj:
+        return obj
+    return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+
+
+def without_managed_fields(resource: Resource) -> Projection:
+    """The whole object, typed, less `metadata.managedFields` (large, and never read)."""
+    def project(obj: Mapping[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in metadata(obj).items() if k != "managedFields"}
+        return {**obj, "apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta}
+    return project
+
+
+class Reflector:
+    """Keeps one resource's store in step with the API server; `on_change` is called after every
+    list and every watch event that is not a bookmark."""
+
+    def __init__(self, api: Client, resource: Resource, project: Projection,
+                 on_change: Callable[[], None] | None = None, retry_absent_after: float = 10.0) -> None:
+        self.resource = resource
+        self.project = project
+        self.store: dict[Key, dict[str, Any]] = {}
+        self.synced = asyncio.Event()
+        self._api = api
+        self._on_change = on_change or (lambda: None)
+        self._retry_absent_after = retry_absent_after
+
+    def key(self, obj: Mapping[str, Any]) -> Key:
+        meta = metadata(obj)
+        return (str(meta.get("namespace", "")) if self.resource.namespaced else "", str(meta.get("name")))
+
+    def projected(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        return self.project(typed(self.resource, obj))
+
+    async def run(self) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                version = await self._list()
+                backoff = 0.5
+                if version is None:
+                    await asyncio.sleep(self._retry_absent_after)
+                    continue
+                await self._watch(version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # the API may be briefly away: relist after a pause
+                log.warning("cache of %s: %s; listing again in %.1fs", self.resource.kind, err, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    async def _list(self) -> str | None:
+        try:
+            listing = await self._api.get(self.resource.list_path())
+        except KubeApiError as err:
+            if err.status != 404:
+                raise
+            self.store = {}  # the CRD is not installed (yet)
+            self.synced.set()
+            self._on_change()
+            return None
+        items = listing.get("items") or []
+        projected = (self.projected(obj) for obj in items if isinstance(obj, Mapping))
+        self.store = {self.key(obj): obj for obj in projected}
+        self.synced.set()
+        self._on_change()
+        return str(metadata(listing).get("resourceVersion", ""))
+
+    async def _watch(self, version: str) -> None:
+        async for event in self._api.watch(self.resource.list_path(), version):
+            kind, obj = event.get("type"), event.get("object")
+            if not isinstance(obj, Mapping):
+                continue
+            if kind in ("ADDED", "MODIFIED"):
+                self.store[self.key(obj)] = self.projected(obj)
+            elif kind == "DELETED":
+                self.store.pop(self.key(obj), None)
+            elif kind == "ERROR":
+                return  # usually 410 Gone: list again
+            else:
+                continue  # BOOKMARK
+            self._on_change()
+
+
+async def start_all(reflectors: list[Reflector], timeout: float) -> list[asyncio.Task[None]]:
+    """Start reflectors and wait until each has listed once; on a timeout, stop them and name the ones
+    that did not list."""
+    tasks = [asyncio.create_task(r.run(), name=f"cache-{r.resource.kind}") for r in reflectors]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(r.synced.wait() for r in reflectors)), timeout)
+    except TimeoutError:
+        await stop_all(tasks)
+        behind = [r.resource.kind for r in reflectors if not r.synced.is_set()]
+        raise DraqError(f"could not list {', '.join(behind)} from the API server within {timeout:.0f}s; "
+                        "check the kubeconfig, the server's address and draq's RBAC rights") from None
+    return tasks
+
+
+async def stop_all(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,1 +1,0 @@
-"""A real local Kubernetes control plane and simulated GPU nodes, for draq's tests and demo."""
