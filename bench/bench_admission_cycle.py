@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 from inventory import DRIVER, cluster_manifests
 
 from admission.core.allocator import Allocator, Snapshot, members_for, place_gang
+from admission.core.cycle import CycleInput, CycleResult, charging_inventory, collect_groups, rebuild_state, run_cycle
+from admission.core.cycle.plans import charging_plan
 from admission.core.features import gates_for
-from admission.core.gang import CycleInput, CycleResult, charging_inventory, collect_groups, rebuild_state, run_cycle
-from admission.core.gang.plans import charging_plan
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.models import Pod, ResourceClaimTemplate, parse_objects
 from admission.core.quantity import parse_quantity

@@ -16,8 +16,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from admission.core.features import gates_for
-from admission.core.gang import (
+from admission.core.cycle import (
     Admit,
     GroupView,
     Wait,
@@ -34,6 +33,7 @@ from admission.core.gang import (
     run_cycle,
     unreleased_members,
 )
+from admission.core.features import gates_for
 from admission.core.quota import Phase, QueueState, device_selected
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from admission.core.allocator import Snapshot
+from admission.core.cycle import CycleInput, GroupView, collect_groups, promised_devices, rebuild_state
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
-from admission.core.gang import CycleInput, GroupView, collect_groups, promised_devices, rebuild_state
 from admission.core.models import Model, Pod, parse_object
 from admission.core.quota import (
     ClusterQueue,

@@ -13,13 +13,32 @@ from admission.core.allocator.errors import (
 )
 from admission.core.allocator.explain import Explanation, RequestExplanation, explain, explain_best
 from admission.core.allocator.gang import GangMember, GangPlan, members_for, place_gang, pod_claims
-from admission.core.allocator.inventory import Inventory, NodeView, PoolView
+from admission.core.allocator.inventory import NodeView, PoolView, SnapshotIndex
 from admission.core.allocator.results import allocation_to_manifest
 from admission.core.allocator.usage import Usage
 
 __all__ = [
-    "DEFAULT_BUDGET", "INVALID_POOLS", "AllocationError", "Allocator", "Explanation", "GangMember", "GangPlan",
-    "Inventory", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
-    "RequestExplanation", "Snapshot", "Status", "Usage", "allocation_to_manifest", "explain", "explain_best",
-    "members_for", "place_gang", "pod_claims",
+    "DEFAULT_BUDGET",
+    "INVALID_POOLS",
+    "AllocationError",
+    "Allocator",
+    "Explanation",
+    "GangMember",
+    "GangPlan",
+    "MissingDeviceClass",
+    "NodeAllocationError",
+    "NodeView",
+    "Outcome",
+    "PoolView",
+    "RequestExplanation",
+    "Snapshot",
+    "SnapshotIndex",
+    "Status",
+    "Usage",
+    "allocation_to_manifest",
+    "explain",
+    "explain_best",
+    "members_for",
+    "place_gang",
+    "pod_claims",
 ]

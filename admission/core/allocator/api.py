@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
-from admission.core.allocator.inventory import Inventory, NodeView
+from admission.core.allocator.inventory import NodeView, SnapshotIndex
 from admission.core.allocator.results import build_allocation
 from admission.core.allocator.search import NodeSearch, SearchBudgetExceeded
 from admission.core.allocator.selectors import SelectorEvaluator
@@ -64,7 +64,7 @@ class Snapshot:
     def __init__(self, nodes: Iterable[Node] = (), classes: Iterable[DeviceClass] = (),
                  slices: Iterable[ResourceSlice] = (), claims: Iterable[ResourceClaim] = (),
                  templates: Iterable[ResourceClaimTemplate] = (), pods: Iterable[Pod] = ()) -> None:
-        self.inventory = Inventory(nodes, classes, slices)
+        self.inventory = SnapshotIndex(nodes, classes, slices)
         self.claims: dict[str, ResourceClaim] = {c.key: c for c in claims}
         self.templates: dict[str, ResourceClaimTemplate] = {f"{t.namespace}/{t.name}": t for t in templates}
         self.pods: dict[str, Pod] = {p.key: p for p in pods}

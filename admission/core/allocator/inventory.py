@@ -56,7 +56,7 @@ class NodeView:
         return tuple(p for p in self.pools if p.invalid is not None)
 
 
-class Inventory:
+class SnapshotIndex:
     """Nodes, classes and slices of one snapshot, indexed for allocation."""
 
     def __init__(self, nodes: Iterable[Node], classes: Iterable[DeviceClass],

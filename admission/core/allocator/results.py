@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from admission.core.allocator.capacity import as_quantities
-from admission.core.allocator.inventory import Inventory
+from admission.core.allocator.inventory import SnapshotIndex
 from admission.core.allocator.search import ClaimPlan, Pick
 from admission.core.features import FeatureGates
 from admission.core.models import (
@@ -23,7 +23,7 @@ from admission.core.models import (
 _SHARE_NAMESPACE = uuid.UUID("6f1c5d2e-3b7a-4c1e-9d8f-2a4b6c8e0f13")
 
 
-def build_allocation(plan: ClaimPlan, node: Node, inventory: Inventory,
+def build_allocation(plan: ClaimPlan, node: Node, inventory: SnapshotIndex,
                      gates: FeatureGates) -> AllocationResult:
     results = tuple(_result(plan, index, pick, gates) for index, pick in enumerate(plan.picks))
     return AllocationResult(results, _config(plan), _node_selector(plan.picks, node, inventory))
@@ -68,7 +68,7 @@ def _config(plan: ClaimPlan) -> tuple[AllocatedConfig, ...]:
     return tuple(configs)
 
 
-def _node_selector(picks: list[Pick], node: Node, inventory: Inventory) -> NodeSelector | None:
+def _node_selector(picks: list[Pick], node: Node, inventory: SnapshotIndex) -> NodeSelector | None:
     expressions: list[NodeSelectorRequirement] = []
     fields: list[NodeSelectorRequirement] = []
     for pick in picks:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from admission.core.allocator.capacity import Consumption, consumption, fits
 from admission.core.allocator.constraints import ConstraintTracker
 from admission.core.allocator.errors import AllocationError, MissingDeviceClass
-from admission.core.allocator.inventory import Inventory, NodeView, PoolView
+from admission.core.allocator.inventory import NodeView, PoolView, SnapshotIndex
 from admission.core.allocator.selectors import SelectorEvaluator
 from admission.core.allocator.usage import Usage
 from admission.core.features import FeatureGates
@@ -83,7 +83,7 @@ class ClaimPlan:
 
 
 class NodeSearch:
-    def __init__(self, inventory: Inventory, view: NodeView, usage: Usage, gates: FeatureGates,
+    def __init__(self, inventory: SnapshotIndex, view: NodeView, usage: Usage, gates: FeatureGates,
                  selectors: SelectorEvaluator, budget: int | None = None) -> None:
         self.inventory = inventory
         self.view = view

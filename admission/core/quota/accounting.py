@@ -40,7 +40,7 @@ class Admission:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class QuotaFit:
     """Whether a charge fits a queue. `reason` names unit, usage, nominal and need when it does not."""
 
     ok: bool
@@ -102,7 +102,7 @@ class QueueState:
             available = min(available, quota.nominal.value + quota.borrowing_limit.value - usage)
         return available
 
-    def fits(self, queue: str, charge: Amounts) -> Decision:
+    def fits(self, queue: str, charge: Amounts) -> QuotaFit:
         """Does `charge` fit in the queue now, borrowing from its cohort where allowed?"""
         cq = self.queue(queue)
         problems, short = [], []
@@ -113,8 +113,8 @@ class QueueState:
             short.append(unit)
             problems.append(self._shortage(cq, unit, needed, available))
         if problems:
-            return Decision(False, f"ClusterQueue {queue}: " + "; ".join(problems), tuple(short))
-        return Decision(True, borrowed=self._borrowing(cq, charge))
+            return QuotaFit(False, f"ClusterQueue {queue}: " + "; ".join(problems), tuple(short))
+        return QuotaFit(True, borrowed=self._borrowing(cq, charge))
 
     def unit_statuses(self, queue: str) -> tuple[UnitStatus, ...]:
         cq = self.queue(queue)

@@ -1,4 +1,4 @@
-"""Gang admission: the pure admission cycle and what follows an admission.
+"""The admission cycle of groups (gang admission) and what follows an admission.
 
 `collect_groups` turns managed pods and PodGroups into `GroupView`s; `run_cycle(CycleInput)` decides,
 for every pending group, `Admit` (charge, borrowed part, plan) or `Wait` (reason and message);
@@ -6,26 +6,26 @@ for every pending group, `Admit` (charge, borrowed part, plan) or `Wait` (reason
 admissions across cycles and restarts; `status` renders what the operator writes.
 """
 
-from admission.core.gang.cycle import (
+from admission.core.cycle.decide import (
     Admit,
     CycleInput,
     CycleResult,
-    Decision,
+    GroupDecision,
     Wait,
     WaitReason,
     charging_inventory,
     run_cycle,
 )
-from admission.core.gang.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
-from admission.core.gang.plans import charging_plan, planned_allocation, promised_allocations, recorded_plan
-from admission.core.gang.progress import (
+from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
+from admission.core.cycle.plans import charging_plan, planned_allocation, promised_allocations, recorded_plan
+from admission.core.cycle.progress import (
     next_phase,
     promised_devices,
     rebuild_state,
     reconcile_group,
     unreleased_members,
 )
-from admission.core.gang.status import (
+from admission.core.cycle.status import (
     PendingCounts,
     PhaseChange,
     admitted_event,
@@ -42,7 +42,7 @@ __all__ = [
     "Admit",
     "CycleInput",
     "CycleResult",
-    "Decision",
+    "GroupDecision",
     "GroupView",
     "PendingCounts",
     "PhaseChange",

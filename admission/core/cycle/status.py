@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from admission.core.gang.cycle import Admit, Wait
-from admission.core.gang.groups import GroupView
+from admission.core.cycle.decide import Admit, Wait
+from admission.core.cycle.groups import GroupView
 from admission.core.quota import Phase, Reconciliation, RecordedPlan, charge_status, reconciliation_status
 
 ADMITTED_CONDITION = "Admitted"

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from admission.core.allocator import Snapshot
+from admission.core.cycle import CycleInput, CycleResult, GroupView, collect_groups, rebuild_state, run_cycle
 from admission.core.features import gates_for
-from admission.core.gang import CycleInput, CycleResult, GroupView, collect_groups, rebuild_state, run_cycle
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.models import AllocationResult, Pod, parse_objects
 from admission.core.quantity import parse_quantity

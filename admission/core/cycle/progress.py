@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from admission.core.gang.groups import TERMINAL_PHASES, GroupView
-from admission.core.gang.plans import promised_allocations
+from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
+from admission.core.cycle.plans import promised_allocations
 from admission.core.models import AllocationResult, ResourceClaim, ResourceClaimTemplate
 from admission.core.quota import (
     Admission,

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
+from admission.core.cycle.groups import GroupView
+from admission.core.cycle.plans import charging_plan, recorded_plan
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
-from admission.core.gang.groups import GroupView
-from admission.core.gang.plans import charging_plan, recorded_plan
 from admission.core.models import AllocationResult, Device
 from admission.core.quota import (
     Amounts,
@@ -69,7 +69,7 @@ class Wait:
     cluster_queue: str = ""
 
 
-Decision = Admit | Wait
+GroupDecision = Admit | Wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class CycleInput:
 
 @dataclass(frozen=True, slots=True)
 class CycleResult:
-    decisions: tuple[Decision, ...]
+    decisions: tuple[GroupDecision, ...]
     state: QueueState  # accounting after this cycle's admissions
     usage: Usage = field(repr=False, default_factory=Usage)
 
@@ -99,7 +99,7 @@ class CycleResult:
     def waiting(self) -> tuple[Wait, ...]:
         return tuple(d for d in self.decisions if isinstance(d, Wait))
 
-    def decision(self, group: str) -> Decision | None:
+    def decision(self, group: str) -> GroupDecision | None:
         return next((d for d in self.decisions if d.group == group), None)
 
 
@@ -110,7 +110,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         usage.add(allocation, cycle.gates)
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
-    decisions: list[Decision] = []
+    decisions: list[GroupDecision] = []
     pending = [g for g in cycle.groups if g.pending]
     early = [_precheck(g, cycle) for g in pending]
     decisions.extend(w for w in early if w is not None)
@@ -189,7 +189,7 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
 
 # ----- one group ------------------------------------------------------------------------------------
 def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, inventory: Inventory,
-            state: QueueState, cycle: CycleInput) -> Decision:
+            state: QueueState, cycle: CycleInput) -> GroupDecision:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
     objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gang_builders import NS, cluster_queue, cycle, cycle_input, gang, gpu_node, groups_of, member, pod_group
+from cycle_builders import NS, cluster_queue, cycle, cycle_input, gang, gpu_node, groups_of, member, pod_group
 
-from admission.core.gang import (
+from admission.core.cycle import (
     Admit,
     admitted_status,
     cluster_queue_status,

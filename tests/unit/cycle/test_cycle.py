@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from gang_builders import (
+from cycle_builders import (
     NS,
     cluster_queue,
     cycle,
@@ -15,7 +15,7 @@ from gang_builders import (
     pod_group,
 )
 
-from admission.core.gang import Admit, Wait, WaitReason
+from admission.core.cycle import Admit, Wait, WaitReason
 from admission.core.models import AllocationResult, DeviceAllocation
 from admission.core.quantity import parse_quantity
 from admission.core.quota import ClusterQueue, LocalQueue, QueueingStrategy, UnitQuota
