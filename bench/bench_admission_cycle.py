@@ -19,7 +19,6 @@ from inventory import DRIVER, cluster_manifests
 
 from admission.core.allocator import Allocator, Snapshot, members_for, place_gang
 from admission.core.cycle import CycleInput, CycleResult, charging_inventory, collect_groups, rebuild_state, run_cycle
-from admission.core.cycle.plans import charging_plan
 from admission.core.features import gates_for
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.models import Pod, ResourceClaimTemplate, parse_objects
@@ -137,7 +136,7 @@ def charging_case(pods: int, nodes: int, gpus: int) -> tuple[GroupObjects, Inven
     members = members_for(group_pods, {}, templates, snapshot.nodes)
     placed = place_gang(Allocator(snapshot, GATES), members)
     assert placed.feasible, placed.reason
-    plan = charging_plan(group_pods, placed.placements, placed.allocations)
+    plan = Plan(dict(placed.placements), dict(placed.allocations))
     return objects, charging_inventory(snapshot, GATES), plan
 
 

@@ -152,7 +152,7 @@ def _failure(allocator: Allocator, member: GangMember, state: _State, candidates
 def pod_claims(snapshot_claims: Mapping[str, ResourceClaim], templates: Mapping[str, ResourceClaimTemplate],
                pod: Pod) -> tuple[ResourceClaim, ...]:
     """The claims a pod uses, in `spec.resourceClaims` order; template claims not yet created are
-    made in memory (named `<pod>-<entry>`, as the resourceclaim controller would, minus its suffix)."""
+    made in memory, named `Pod.pending_claim_name`."""
     claims: list[ResourceClaim] = []
     for index, entry in enumerate(pod.resource_claims):
         name = pod.claim_name_for(entry)
@@ -168,7 +168,7 @@ def pod_claims(snapshot_claims: Mapping[str, ResourceClaim], templates: Mapping[
             raise InvalidInput(f"Pod {pod.key}", f"spec.resourceClaims[{index}].resourceClaimTemplateName",
                                f"ResourceClaimTemplate {pod.namespace}/{entry.resource_claim_template_name} "
                                "does not exist")
-        meta = ObjectMeta(name=f"{pod.name}-{entry.name}", namespace=pod.namespace,
+        meta = ObjectMeta(name=pod.pending_claim_name(entry.name), namespace=pod.namespace,
                           labels=template.claim_meta.labels, annotations=template.claim_meta.annotations)
         claims.append(ResourceClaim(meta=meta, spec=template.spec))
     return tuple(claims)

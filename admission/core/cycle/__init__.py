@@ -17,7 +17,7 @@ from admission.core.cycle.decide import (
     run_cycle,
 )
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
-from admission.core.cycle.plans import charging_plan, planned_allocation, promised_allocations, recorded_plan
+from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
 from admission.core.cycle.progress import (
     next_phase,
     promised_devices,
@@ -51,7 +51,6 @@ __all__ = [
     "admitted_event",
     "admitted_status",
     "charging_inventory",
-    "charging_plan",
     "cluster_queue_status",
     "collect_groups",
     "is_managed",

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
 from admission.core.cycle.groups import GroupView
-from admission.core.cycle.plans import charging_plan, recorded_plan
+from admission.core.cycle.plans import recorded_plan
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, Device
@@ -26,6 +26,7 @@ from admission.core.quota import (
     GroupObjects,
     Inventory,
     LocalQueue,
+    Plan,
     QueueingStrategy,
     QueueState,
     RecordedPlan,
@@ -198,7 +199,7 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
     except DraqError as err:
         return Wait(group.key, WaitReason.DEVICES, str(err), queue)
     placed = place_gang(allocator, members, usage=usage)
-    plan = charging_plan(group.pods, placed.placements, placed.allocations) if placed.feasible else None
+    plan = Plan(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
     try:
         charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
     except Unchargeable as err:

@@ -1,36 +1,17 @@
-"""A gang placement in the forms the rest of draq needs: charging's Plan, the PodGroup's recorded plan,
-and back from a recorded plan to the devices it promises."""
+"""A gang placement as the PodGroup records it, and back from a recorded plan to the devices it promises.
+(Charging reads the placement as it is: `quota.Plan(placements, allocations)`.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
 from admission.core.models import AllocationResult, DeviceAllocation, Pod, ResourceClaim
-from admission.core.quota import Plan, PlannedClaim, RecordedPlan, template_claim_id
+from admission.core.quota import PlannedClaim, RecordedPlan
 
 
-def allocator_claim_key(pod: Pod, entry_name: str, claim_name: str | None) -> str:
-    """The key the allocator's gang placement uses for a pod's claim (template claims not created yet:
-    `<namespace>/<pod>-<entry>`)."""
-    return f"{pod.namespace}/{claim_name or f'{pod.name}-{entry_name}'}"
-
-
-def recorded_claim_name(pod: Pod, entry_name: str, claim_name: str | None) -> str:
-    """The name a claim has in PodGroup status: its own, or `<pod>/<entry>` while it is not created."""
-    return claim_name or f"{pod.name}/{entry_name}"
-
-
-def charging_plan(pods: Sequence[Pod], placements: Mapping[str, str],
-                  allocations: Mapping[str, AllocationResult]) -> Plan:
-    keyed = dict(allocations)
-    for pod in pods:
-        for entry in pod.resource_claims:
-            claim_name = pod.claim_name_for(entry)
-            if claim_name is None:
-                found = allocations.get(allocator_claim_key(pod, entry.name, None))
-                if found is not None:
-                    keyed[template_claim_id(pod, entry.name)] = found
-    return Plan(dict(placements), keyed)
+def claim_name(pod: Pod, entry_name: str, real_name: str | None) -> str:
+    """The name a pod's claim has in plans and PodGroup status: its own, or `Pod.pending_claim_name`."""
+    return real_name or pod.pending_claim_name(entry_name)
 
 
 def recorded_plan(pods: Sequence[Pod], placements: Mapping[str, str],
@@ -39,9 +20,8 @@ def recorded_plan(pods: Sequence[Pod], placements: Mapping[str, str],
     claims: dict[str, PlannedClaim] = {}
     for pod in pods:
         for entry in pod.resource_claims:
-            claim_name = pod.claim_name_for(entry)
-            name = recorded_claim_name(pod, entry.name, claim_name)
-            allocation = allocations.get(allocator_claim_key(pod, entry.name, claim_name))
+            name = claim_name(pod, entry.name, pod.claim_name_for(entry))
+            allocation = allocations.get(f"{pod.namespace}/{name}")
             if name in claims or allocation is None:
                 continue
             claims[name] = PlannedClaim(name, tuple((r.request, r.device_id) for r in allocation.results))

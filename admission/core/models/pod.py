@@ -56,6 +56,16 @@ class Pod(Named):
     def annotations(self) -> Mapping[str, str]:
         return self.meta.annotations
 
+    def pending_claim_name(self, entry: str) -> str:
+        """The name draq gives the claim a template entry will get, before the resourceclaim controller
+        creates it: `<pod>/<entry>`. The `/` cannot occur in a real claim's name, so the two never collide."""
+        return f"{self.name}/{entry}"
+
+    def pending_claim_key(self, entry: str) -> str:
+        """`<namespace>/<pod>/<entry>`: the key of `pending_claim_name`, used by the allocator's gang
+        placement, charging and plans alike."""
+        return f"{self.namespace}/{self.pending_claim_name(entry)}"
+
     def claim_name_for(self, entry: PodResourceClaim) -> str | None:
         """The ResourceClaim behind a pod claim entry (for templates: from status, once created)."""
         if entry.resource_claim_name is not None:

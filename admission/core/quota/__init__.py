@@ -17,10 +17,8 @@ from admission.core.quota.charging import (
     extended_claim_id,
     extended_resource_claim_spec,
     extended_resource_class,
-    template_claim_id,
 )
 from admission.core.quota.device_values import CelCompiler, CompiledUnit, compile_unit, device_value
-from admission.core.quota.from_allocator import AllocatorPlan, inventory_from_allocator, plan_from_allocator
 from admission.core.quota.podgroup import (
     Phase,
     PlannedClaim,
@@ -48,7 +46,6 @@ __all__ = [
     "NONE",
     "AccountingError",
     "Admission",
-    "AllocatorPlan",
     "Amounts",
     "CelCompiler",
     "ChargeLine",
@@ -87,15 +84,12 @@ __all__ = [
     "extended_resource_claim_spec",
     "extended_resource_class",
     "format_amount",
-    "inventory_from_allocator",
     "local_queue_status",
     "parse_cluster_queue",
     "parse_local_queue",
     "parse_pod_group",
     "parse_quota_unit",
-    "plan_from_allocator",
     "quota_unit_status",
     "reconcile",
     "reconciliation_status",
-    "template_claim_id",
 ]

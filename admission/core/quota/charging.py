@@ -41,11 +41,6 @@ SelectionFilter = Callable[[Device, DeviceClass, DeviceSelection], bool]
 """Whether a device passes a class's and a (sub)request's selectors (raises DraqError on CEL errors)."""
 
 
-def template_claim_id(pod: Pod, entry: str) -> str:
-    """Plan key of the claim a pod gets from a template, before the claim exists."""
-    return f"{pod.namespace}/{pod.name}/{entry}"
-
-
 def extended_claim_id(pod: Pod) -> str:
     """Plan key of the claim the scheduler makes for a pod's DRA-backed extended resources (KEP 5004)."""
     return f"{pod.namespace}/{pod.name}/#extended-resources"
@@ -182,7 +177,7 @@ class _Charger:
             claim = self.group.claims.get(f"{pod.namespace}/{name}") if name else None
             if claim is not None:
                 planned = self.plan.allocations.get(f"{claim.namespace}/{claim.name}") or \
-                    self.plan.allocations.get(template_claim_id(pod, entry.name))
+                    self.plan.allocations.get(pod.pending_claim_key(entry.name))
                 yield _ClaimUse(claim.key, f"ResourceClaim {claim.key}", claim.spec,
                                 claim.allocation or planned, node)
             elif entry.resource_claim_name is not None:
@@ -200,7 +195,7 @@ class _Charger:
         if template is None:
             raise Unchargeable(f"pod {pod.key} claim {entry} uses ResourceClaimTemplate {pod.namespace}/"
                                f"{template_name}, which does not exist", permanent=False)
-        claim_id = template_claim_id(pod, entry)
+        claim_id = pod.pending_claim_key(entry)
         return _ClaimUse(claim_id, f"pod {pod.key} claim {entry} (template {template_name})", template.spec,
                          self.plan.allocations.get(claim_id), node)
 

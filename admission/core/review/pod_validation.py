@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from admission.core.labels import GATE, GROUP_LABELS, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.labels import GATE, GROUP_LABELS, GROUP_MIN_LABEL, MAX_GROUP_MIN, QUEUE_LABEL
 from admission.core.review.envelope import AdmissionRequest, Decision, ObjectRef
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_mutation import maybe_stale_namespace
@@ -63,14 +63,34 @@ def _queue_exists(request: AdmissionRequest, queue: QueueChoice, lookups: Lookup
 
 def _group_min_valid(request: AdmissionRequest) -> Decision:
     value = labels_of(request.object).get(GROUP_MIN_LABEL)
-    if value is None or (value.isdigit() and value.isascii() and 0 < int(value) <= 100_000):
+    if value is None or group_min_value(value) is not None:
         return Decision.allow()
     return Decision.deny(
-        f"{request.describe()}, label {GROUP_MIN_LABEL}: {value!r} is not a group size; "
-        "use a whole number of pods from 1 to 100000",
+        f"{request.describe()}, label {GROUP_MIN_LABEL}: {_abridged(value)} is not a group size; "
+        f"use a whole number of pods from 1 to {MAX_GROUP_MIN}",
         "Invalid",
         422,
     )
+
+
+def group_min_value(text: str) -> int | None:
+    """The group size a `draq.io/group-min` value gives: a whole number 1..MAX_GROUP_MIN, else None.
+
+    The digits are counted before converting, so a value of thousands of digits is refused like any
+    other bad value (Python's int() itself refuses strings of more than 4300 digits).
+    """
+    if not (text.isascii() and text.isdigit()):
+        return None
+    significant = text.lstrip("0")
+    if not significant or len(significant) > len(str(MAX_GROUP_MIN)):
+        return None
+    size = int(significant)
+    return size if size <= MAX_GROUP_MIN else None
+
+
+def _abridged(value: str, limit: int = 40) -> str:
+    """A label value for a message: quoted, and cut with its length when long."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value)} characters)"
 
 
 def _not_bound_directly(request: AdmissionRequest, queue: QueueChoice) -> Decision:
@@ -99,28 +119,53 @@ def _gated(request: AdmissionRequest, queue: QueueChoice) -> Decision:
 def _validate_pod_update(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
     if request.username == policy.draq_user:
         return Decision.allow()
-    old, new = request.old_object, request.object
-    old_labels, new_labels = labels_of(old), labels_of(new)
+    old_labels, new_labels = labels_of(request.old_object), labels_of(request.object)
+    if GATE in gates_of(request.old_object):
+        return _validate_gated_update(request, lookups, policy, old_labels, new_labels)
     queue = old_labels.get(QUEUE_LABEL)
     if not queue:
         return Decision.allow()
-    was_gated = GATE in gates_of(old)
-    if was_gated and GATE not in gates_of(new):
-        return Decision.deny(
-            f"{request.describe()}, field spec.schedulingGates: only draq ({policy.draq_user}) removes the "
-            f"gate {GATE}; it does so when LocalQueue {queue!r} admits the pod's group. "
-            f"See why it waits with: kubectl describe podgroups -n {request.namespace}",
-        )
     changed = [key for key in GROUP_LABELS if old_labels.get(key) != new_labels.get(key)]
-    if changed and not was_gated:
+    if changed:
         moves = ", ".join(f"{k} {old_labels.get(k)!r} -> {new_labels.get(k)!r}" for k in changed)
         return Decision.deny(
             f"{request.describe()}, metadata.labels: the pod is admitted and charged to LocalQueue "
             f"{queue!r}, so its queue and group labels cannot change ({moves}). "
             "To move it, delete the pod and create it again with the new labels",
         )
-    new_queue = new_labels.get(QUEUE_LABEL)
-    if QUEUE_LABEL in changed and new_queue:
-        return _queue_exists(request, QueueChoice(new_queue, f"label {QUEUE_LABEL}"), lookups)
-    return _group_min_valid(request) if GROUP_MIN_LABEL in changed else Decision.allow()
+    return Decision.allow()
 
+
+def _validate_gated_update(
+    request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy,
+    old_labels: Mapping[str, str], new_labels: Mapping[str, str],
+) -> Decision:
+    """A pod that carries draq's gate, whatever its labels: the gate stays until draq removes it, and
+    the queue it waits in stays (removing the label first must not make the gate removable)."""
+    queue = old_labels.get(QUEUE_LABEL)
+    if GATE not in gates_of(request.object):
+        if queue:
+            why = (f"it does so when LocalQueue {queue!r} admits the pod's group. "
+                   f"See why it waits with: kubectl describe podgroups -n {request.namespace}")
+        else:
+            why = (f"it does so when the pod's LocalQueue admits its group, and this pod names no queue "
+                   f"(label {QUEUE_LABEL}), so it is never admitted. Delete the pod and create it again "
+                   f"with label {QUEUE_LABEL} naming a LocalQueue")
+        return Decision.deny(
+            f"{request.describe()}, field spec.schedulingGates: only draq ({policy.draq_user}) removes the "
+            f"gate {GATE}; {why}",
+        )
+    new_queue = new_labels.get(QUEUE_LABEL)
+    if queue and new_queue != queue:
+        change = "removed" if not new_queue else f"changed to {_abridged(new_queue)}"
+        return Decision.deny(
+            f"{request.describe()}, metadata.labels: label {QUEUE_LABEL} cannot be {change} while the pod "
+            f"carries the gate {GATE}: the pod waits for admission by LocalQueue {queue!r}, and only that "
+            "queue's admission releases it. To move it to another queue, delete the pod and create it "
+            f"again with the new {QUEUE_LABEL} label",
+        )
+    if new_queue and not queue:
+        return _queue_exists(request, QueueChoice(new_queue, f"label {QUEUE_LABEL}"), lookups)
+    if old_labels.get(GROUP_MIN_LABEL) != new_labels.get(GROUP_MIN_LABEL):
+        return _group_min_valid(request)
+    return Decision.allow()

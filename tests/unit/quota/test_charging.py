@@ -23,7 +23,7 @@ from quota_builders import (
 
 from admission.core.models import parse_object
 from admission.core.quota.amounts import Amounts
-from admission.core.quota.charging import Plan, template_claim_id
+from admission.core.quota.charging import Plan
 from admission.core.quota.problems import Unchargeable
 
 GI = 2**30
@@ -219,7 +219,7 @@ def test_template_claim_planned_before_it_exists() -> None:
     pod_model = parse_object(objects[-1])
     allocation = parse_object(claim("x", allocation=[result("gpu", "gpu-0", "node-b"),
                                                      result("gpu", "gpu-1", "node-b")])).allocation
-    plan = Plan({"ns/p0": "node-b"}, {template_claim_id(pod_model, "g"): allocation})  # type: ignore[arg-type]
+    plan = Plan({"ns/p0": "node-b"}, {pod_model.pending_claim_key("g"): allocation})  # type: ignore[arg-type]
     assert charge(objects, plan=plan).total == amounts(gpus=2, gpu_memory=80 * GI, gpu_weight=1)
 
 

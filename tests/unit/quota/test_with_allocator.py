@@ -1,18 +1,14 @@
-"""Charging a gang with the real allocator's plan: exact where the worst case was an upper bound."""
+"""Charging a gang with the real allocator's plan, as the admission cycle does: exact where the worst case
+was an upper bound."""
 
 from charging_harness import STANDARD_UNITS
 from quota_builders import device_class, exactly, first_available, gpu, pod, resource_slice, template
 
 from admission.core.allocator import Allocator, Snapshot, members_for, place_gang
+from admission.core.cycle import charging_inventory
 from admission.core.features import gates_for
 from admission.core.models import parse_objects
-from admission.core.quota import (
-    GroupObjects,
-    charge_group,
-    device_selected,
-    inventory_from_allocator,
-    plan_from_allocator,
-)
+from admission.core.quota import GroupObjects, Plan, charge_group, device_selected
 
 GI = 2**30
 
@@ -33,14 +29,16 @@ def test_plan_from_the_allocator_makes_first_available_exact() -> None:
         template("t", request), pod("p0", templates={"g": "t"}), pod("p1", templates={"g": "t"}),
     ]
     snapshot = Snapshot.from_models(parse_objects(objects))
-    allocator = Allocator(snapshot, gates_for("1.35"))
+    gates = gates_for("1.35")
+    allocator = Allocator(snapshot, gates)
     pods = list(snapshot.pods.values())
     gang = place_gang(allocator, members_for(pods, snapshot.claims, snapshot.templates, snapshot.nodes))
     assert gang.feasible, gang.reason
     group = GroupObjects(tuple(pods), snapshot.claims, snapshot.templates)
-    inventory = inventory_from_allocator(allocator)
+    inventory = charging_inventory(snapshot, gates)
     worst = charge_group(group, STANDARD_UNITS, inventory, device_selected)
-    exact = charge_group(group, STANDARD_UNITS, inventory, device_selected, plan_from_allocator(gang, pods))
+    plan = Plan(dict(gang.placements), dict(gang.allocations))
+    exact = charge_group(group, STANDARD_UNITS, inventory, device_selected, plan)
     # Worst case per pod: two H100 (2 devices, 160Gi, weight 2, 2 H100s) for each of two pods.
     assert worst.total.as_dict() == {"gpus": 4, "gpu-memory": 320 * GI, "gpu-weight": 4, "h100s": 4}
     # Real plan: one pod gets the two H100 on node-a, the other the two A100 on node-b.
