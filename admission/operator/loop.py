@@ -39,8 +39,8 @@ from admission.kube.client import Client, KubeApi, KubeApiError, load_credential
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.cache import OperatorCache
 from admission.operator.leader import LeaderElector
+from admission.operator.reading import CacheReader, Reading
 from admission.operator.settings import OperatorSettings
-from admission.operator.world import World, WorldReader
 from admission.operator.writer import Writer
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,9 @@ class Operator:
         self.api: Client = api or KubeApi(load_credentials(settings.kubeconfig, settings.context))
         self.clock = clock
         self.cache = OperatorCache(self.api, clock)
-        self.reader = WorldReader(self.cache)
+        self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version))
         self.writer = Writer(self.api, self.cache, clock)
-        self.gates = gates_for(settings.kubernetes_version)
+        self.gates = self.reader.gates
         self.identity = settings.identity or f"{socket.gethostname()}-{os.getpid()}"
         self.elector: LeaderElector | None = None
         if settings.leader_election:
@@ -101,32 +101,32 @@ class Operator:
     async def reconcile(self) -> None:
         """One full pass; safe to repeat (every write is conditional on what it finds)."""
         started = self.clock.monotonic()
-        world = self.reader.read()
-        changed = await self._finish_releases(world)
-        changed |= await self._advance_phases(world)
+        reading = self.reader.read()
+        changed = await self._finish_releases(reading)
+        changed |= await self._advance_phases(reading)
         if changed:
-            world = self.reader.read()
-        if not world.usage_current:
+            reading = self.reader.read()
+        if not reading.usage_current:
             return  # admitting against usage that could not be rebuilt could overcommit (the reader said why)
-        result = run_cycle(world.cycle_input(self.gates))
-        groups = {g.key: g for g in world.groups}
+        result = run_cycle(reading.cycle)
+        groups = {g.key: g for g in reading.cycle.groups}
         for decision in result.decisions:
             group = groups[decision.group]
             try:
                 if isinstance(decision, Admit):
-                    await self._admit(world, group, decision)
+                    await self._admit(reading, group, decision)
                 else:
-                    await self._report_wait(world, group, decision)
+                    await self._report_wait(reading, group, decision)
             except KubeApiError as err:
                 log.warning("group %s: %s", group.key, err)
-        await self._write_queue_status(world, result.state, result.waiting)
+        await self._write_queue_status(reading, result.state, result.waiting)
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
 
     # ----- admission --------------------------------------------------------------------------------
-    async def _admit(self, world: World, group: GroupView, admit: Admit) -> None:
-        manifest = world.manifests.get(f"PodGroup {group.key}")
+    async def _admit(self, reading: Reading, group: GroupView, admit: Admit) -> None:
+        manifest = reading.manifests.get(f"PodGroup {group.key}")
         if manifest is None:
             manifest = await self.writer.ensure_pod_group(group.namespace, group.name, group.min_member,
                                                           group.queue)
@@ -145,22 +145,22 @@ class Operator:
         self._said.pop(group.key, None)
         await self.writer.event(written, "Admitted", admitted_event(admit))
         for pod in group.gated:
-            await self.writer.ungate(pod.namespace, pod.name, world.manifests.get(f"Pod {pod.key}"))
+            await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"))
 
-    async def _finish_releases(self, world: World) -> bool:
+    async def _finish_releases(self, reading: Reading) -> bool:
         changed = False
-        for group in world.groups:
+        for group in reading.cycle.groups:
             names = unreleased_members(group)
             if not names:
                 continue
             log.info("finishing the release of %s: %s still gated", group.key, ", ".join(names))
             for name in names:
                 changed |= await self.writer.ungate(group.namespace, name,
-                                                    world.manifests.get(f"Pod {group.namespace}/{name}"))
+                                                    reading.manifests.get(f"Pod {group.namespace}/{name}"))
         return changed
 
-    async def _report_wait(self, world: World, group: GroupView, wait: Wait) -> None:
-        manifest = world.manifests.get(f"PodGroup {group.key}")
+    async def _report_wait(self, reading: Reading, group: GroupView, wait: Wait) -> None:
+        manifest = reading.manifests.get(f"PodGroup {group.key}")
         current = (manifest or {}).get("status") or {}
         if self._said.get(group.key) == wait.message or (
                 current.get("message") == wait.message and current.get("members") == len(group.pods)):
@@ -175,18 +175,18 @@ class Operator:
         await self.writer.event(written, wait.reason.value, wait.message, warning=True)
 
     # ----- after admission --------------------------------------------------------------------------
-    async def _advance_phases(self, world: World) -> bool:
+    async def _advance_phases(self, reading: Reading) -> bool:
         changed = False
         inventory = None
-        for group in world.groups:
+        for group in reading.cycle.groups:
             phase = next_phase(group)
             if phase is None:
                 continue
             reconciliation = None
             if phase is Phase.RUNNING:
-                inventory = inventory or charging_inventory(world.snapshot, self.gates)
-                reconciliation = reconcile_group(group, world.snapshot.claims, world.snapshot.templates,
-                                                 world.units, inventory, device_selected)
+                inventory = inventory or charging_inventory(reading.cycle.snapshot, self.gates)
+                reconciliation = reconcile_group(group, reading.cycle.snapshot.claims, reading.cycle.snapshot.templates,
+                                                 reading.cycle.units, inventory, device_selected)
             change = phase_change(phase, len(group.pods), reconciliation)
             written = await self.writer.pod_group_status(group.namespace, group.name, change.status)
             changed = True
@@ -196,14 +196,14 @@ class Operator:
                 await self.writer.event(written, "ChargeDiffers", change.warning, warning=True)
         return changed
 
-    async def _write_queue_status(self, world: World, state: QueueState, waiting: tuple[Wait, ...]) -> None:
-        pending = pending_counts(waiting, {g.key: g for g in world.groups})
-        for queue in world.cluster_queues:
+    async def _write_queue_status(self, reading: Reading, state: QueueState, waiting: tuple[Wait, ...]) -> None:
+        pending = pending_counts(waiting, {g.key: g for g in reading.cycle.groups})
+        for queue in reading.cluster_queues:
             status = cluster_queue_status(state, queue.name, pending.cluster_queues.get(queue.name, 0))
             if self._queue_status.get(f"cq {queue.name}") != status:
                 await self._queue_write(f"cq {queue.name}", status,
                                         self.writer.cluster_queue_status(queue.name, status))
-        for key, local in world.local_queues.items():
+        for key, local in reading.cycle.local_queues.items():
             status = local_queue_status(state, key, pending.local_queues.get(key, 0))
             if self._queue_status.get(f"lq {key}") != status:
                 await self._queue_write(f"lq {key}", status,

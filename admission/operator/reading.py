@@ -1,4 +1,4 @@
-"""From cached manifests to the pure core's inputs: models, groups, queues, units, the cycle input."""
+"""From cached manifests to the pure core's input: one `Reading` of the cache holds the `CycleInput`."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ from admission.core.features import FeatureGates
 from admission.core.models import Model, Pod, parse_object
 from admission.core.quota import (
     ClusterQueue,
-    CompiledUnit,
     DraCel,
-    LocalQueue,
     QueueState,
     compile_unit,
     device_selected,
@@ -33,35 +31,26 @@ DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceC
 
 
 @dataclass(frozen=True, slots=True)
-class World:
-    """One consistent reading of the cache, parsed."""
+class Reading:
+    """One consistent reading of the cache: the cycle's input, plus what the shell needs to write back."""
 
-    snapshot: Snapshot
-    groups: tuple[GroupView, ...]
+    cycle: CycleInput
     cluster_queues: tuple[ClusterQueue, ...]
-    local_queues: Mapping[str, LocalQueue]
-    units: tuple[CompiledUnit, ...]
-    state: QueueState
-    namespace_labels: Mapping[str, Mapping[str, str]]
     manifests: Mapping[str, Mapping[str, Any]]  # `Pod ns/name`, `PodGroup ns/name` -> cached manifest
-    # False when the usage could not be rebuilt from PodGroup status: `state` is then the last good one.
+    # False when the usage could not be rebuilt from PodGroup status: `cycle.state` is then the last good one.
     usage_current: bool = True
 
-    def cycle_input(self, gates: FeatureGates) -> CycleInput:
-        promised = promised_devices(self.groups, self.snapshot.claims)
-        return CycleInput(self.snapshot, gates, self.groups, self.local_queues, self.units, self.state,
-                          device_selected, promised, self.namespace_labels)
 
-
-class WorldReader:
+class CacheReader:
     """Parses the cache; objects that do not parse are skipped with one warning each (per version)."""
 
-    def __init__(self, cache: OperatorCache) -> None:
+    def __init__(self, cache: OperatorCache, gates: FeatureGates) -> None:
         self.cache = cache
+        self.gates = gates
         self._warned: set[tuple[str, str]] = set()
         self._last_good: QueueState | None = None
 
-    def read(self) -> World:
+    def read(self) -> Reading:
         models: list[Model] = []
         for kind in DRA_KINDS:
             models.extend(self._parsed(kind, lambda m: parse_object(m)))
@@ -80,8 +69,10 @@ class WorldReader:
         manifests = {f"Pod {_key(m)}": m for m in pod_manifests}
         manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
         state, current = self._state(queues, groups)
-        return World(Snapshot.from_models(models), groups, queues, local_queues, units, state, labels, manifests,
-                     current)
+        snapshot = Snapshot.from_models(models)
+        cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
+                           promised_devices(groups, snapshot.claims), labels)
+        return Reading(cycle, queues, manifests, current)
 
     def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...]) -> tuple[QueueState, bool]:
         """The usage recorded in PodGroup status; when it cannot be rebuilt (e.g. a PodGroup admitted twice

@@ -1,0 +1,71 @@
+"""A small cluster in the in-memory fake API, and an operator on it, for the operator's unit tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admission.core.labels import API_VERSION, MANAGED_LABEL
+from admission.operator import Operator, OperatorSettings
+from tests.support.clock import FakeClock
+from tests.support.fake_api import FakeApi
+from tests.unit.cycle.cycle_builders import GPU_CLASS, NS, gang, gpu_node
+
+
+def queues(gpus: int) -> list[dict[str, Any]]:
+    unit = {"apiVersion": API_VERSION, "kind": "QuotaUnit", "metadata": {"name": "gpus"},
+            "spec": {"devices": {"deviceClassNames": ["gpu"]}}}
+    cluster_queue = {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": "main"},
+                     "spec": {"quotas": [{"unit": "gpus", "nominal": gpus}]}}
+    local_queue = {"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": NS},
+                   "spec": {"clusterQueue": "main"}}
+    return [unit, cluster_queue, local_queue]
+
+
+def cluster(nodes: int = 2, gpus: int = 8) -> FakeApi:
+    """`nodes` nodes of 4 GPUs, a ClusterQueue `main` with `gpus` GPUs, LocalQueue `team/lq`."""
+    api = FakeApi()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": {MANAGED_LABEL: "true"}}}
+    api.add(namespace, GPU_CLASS, *queues(gpus))
+    for i in range(nodes):
+        api.add(*gpu_node(f"node-{i}"))
+    return api
+
+
+def submit(api: FakeApi, group: str, size: int, gpus_each: int) -> None:
+    api.add(*gang(group, size, gpus_each))
+
+
+async def started(api: FakeApi, clock: FakeClock | None = None) -> Operator:
+    operator = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.35"), api=api,
+                        clock=clock or FakeClock())
+    await operator.cache.start(timeout=5)
+    return operator
+
+
+def gates_of(api: FakeApi, pod: str) -> list[str]:
+    obj = api.get_object("Pod", NS, pod)
+    assert obj is not None
+    return [g["name"] for g in obj["spec"].get("schedulingGates") or []]
+
+
+async def bind_as_planned(api: FakeApi, pod: str, group: str) -> None:
+    """What the scheduler does for a planned member: create its template claim with the planned devices
+    allocated, then bind the pod to the planned node."""
+    record = api.get_object("PodGroup", NS, group)
+    assert record is not None
+    plan = record["status"]["plan"]
+    node = next(p["node"] for p in plan["pods"] if p["name"] == pod)
+    planned = next(c for c in plan["claims"] if c["name"] == f"{pod}/gpu")
+    results = []
+    for entry in planned["devices"]:
+        driver, pool, device = entry["device"].split("/")
+        results.append({"request": entry["request"], "driver": driver, "pool": pool, "device": device})
+    template = api.get_object("ResourceClaimTemplate", NS, f"{group}-gpus")
+    assert template is not None
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": f"{pod}-gpu-x1", "namespace": NS}, "spec": template["spec"]["spec"],
+             "status": {"allocation": {"devices": {"results": results}}}}
+    await api.create(f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims", claim)
+    await api.merge_patch(f"/api/v1/namespaces/{NS}/pods/{pod}", {
+        "spec": {"nodeName": node},
+        "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": f"{pod}-gpu-x1"}]}})

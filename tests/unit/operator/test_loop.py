@@ -1,0 +1,163 @@
+"""The admission loop's own logic, against the in-memory fake API: record first, then release; finish
+interrupted releases; say why a group waits once; keep the last good usage when it cannot be rebuilt."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from admission.core.errors import DraqError
+from admission.core.labels import GATE
+from admission.operator import reading
+from tests.support.fake_api import FakeApi
+from tests.unit.cycle.cycle_builders import NS
+
+from .operator_world import bind_as_planned, cluster, gates_of, started, submit
+
+
+def run(coroutine_function: object) -> None:
+    asyncio.run(coroutine_function())  # type: ignore[operator]
+
+
+def test_a_group_that_fits_is_recorded_admitted_before_any_gate_is_removed() -> None:
+    async def go() -> None:
+        api = cluster()
+        submit(api, "train", 2, 4)
+        operator = await started(api)
+        await operator.reconcile()
+
+        status_writes = [i for i, w in enumerate(api.writes) if w.path.endswith("/podgroups/train/status")]
+        ungates = [i for i, w in enumerate(api.writes) if "/pods/train-" in w.path]
+        assert status_writes and len(ungates) == 2
+        assert status_writes[0] < min(ungates)  # the durable record comes first
+        record = api.writes[status_writes[0]].body["status"]
+        assert record["phase"] == "Admitted" and record["clusterQueue"] == "main"
+        assert record["charge"] == [{"unit": "gpus", "amount": "8"}]
+        assert {p["name"] for p in record["plan"]["pods"]} == {"train-0", "train-1"}
+        assert gates_of(api, "train-0") == [] and gates_of(api, "train-1") == []
+        events = [w.body for w in api.writes_to("/events")]
+        assert [e["reason"] for e in events] == ["Admitted"]
+        assert events[0]["message"].startswith("admitted to ClusterQueue main, charged gpus 8; placed ")
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_a_group_over_quota_waits_says_why_once_and_counts_as_pending() -> None:
+    async def go() -> None:
+        api = cluster(gpus=4)
+        submit(api, "big", 2, 4)
+        operator = await started(api)
+        await operator.reconcile()
+        await operator.reconcile()
+
+        assert gates_of(api, "big-0") == [GATE]
+        pending = [w.body["status"] for w in api.writes_to("/podgroups/big/status")]
+        assert len(pending) == 1 and pending[0]["phase"] == "Pending"
+        assert pending[0]["conditions"][0]["reason"] == "QuotaExceeded"
+        assert len([w for w in api.writes_to("/events")]) == 1
+        queue_status = api.get_object("ClusterQueue", "", "main")
+        assert queue_status is not None and queue_status["status"]["pendingGroups"] == 1
+        local_status = api.get_object("LocalQueue", NS, "lq")
+        assert local_status is not None and local_status["status"]["pendingGroups"] == 1
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_a_release_interrupted_after_the_record_is_finished_by_the_next_pass() -> None:
+    async def go() -> None:
+        api = cluster()
+        submit(api, "train", 2, 4)
+        first = await started(api)
+        original = first.writer.ungate
+        calls = 0
+
+        async def crash_after_one(namespace: str, name: str, cached: object) -> bool:
+            nonlocal calls
+            calls += 1
+            if calls > 1:
+                raise ConnectionError("the process died here")
+            return await original(namespace, name, cached)  # type: ignore[arg-type]
+
+        first.writer.ungate = crash_after_one  # type: ignore[method-assign]
+        with pytest.raises(ConnectionError):
+            await first.reconcile()
+        await first.cache.stop()
+        assert sorted([gates_of(api, "train-0"), gates_of(api, "train-1")]) == [[], [GATE]]
+
+        second = await started(api)  # a new leader, with a fresh cache
+        await second.reconcile()
+        assert gates_of(api, "train-0") == [] and gates_of(api, "train-1") == []
+        admitted = [w for w in api.writes_to("/podgroups/train/status") if w.body["status"].get("phase") == "Admitted"]
+        assert len(admitted) == 1  # admitted once, released whole
+        await second.cache.stop()
+
+    run(go)
+
+
+def test_usage_that_cannot_be_rebuilt_keeps_the_last_good_and_admits_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async def go() -> None:
+        api = cluster()
+        submit(api, "first", 1, 4)
+        operator = await started(api)
+        await operator.reconcile()
+        good = operator.reader.read()
+        assert good.usage_current and good.cycle.state.groups_of("main")
+
+        def broken(*args: object) -> object:
+            raise DraqError("PodGroup team/first is recorded twice")
+
+        monkeypatch.setattr(reading, "rebuild_state", broken)
+        submit(api, "second", 1, 4)
+        await asyncio.sleep(0.05)  # the watch delivers the new pods
+        kept = operator.reader.read()
+        assert not kept.usage_current
+        assert kept.cycle.state == good.cycle.state  # the last good usage, not an empty one
+        writes = len(api.writes)
+        await operator.reconcile()
+        assert gates_of(api, "second-0") == [GATE]
+        assert not [w for w in api.writes[writes:] if "second" in w.path]
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_a_group_moves_to_running_when_bound_and_finished_when_done() -> None:
+    async def go() -> None:
+        api = cluster()
+        submit(api, "train", 1, 4)
+        operator = await started(api)
+        await operator.reconcile()
+        await bind_as_planned(api, "train-0", "train")
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        group = api.get_object("PodGroup", NS, "train")
+        assert group is not None and group["status"]["phase"] == "Running"
+        assert group["status"]["reconciliation"] == []  # the real allocation matches the charge
+        await api.merge_patch(f"/api/v1/namespaces/{NS}/pods/train-0", {"status": {"phase": "Succeeded"}})
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        group = api.get_object("PodGroup", NS, "train")
+        assert group is not None and group["status"]["phase"] == "Finished"
+        reasons = [w.body["reason"] for w in api.writes_to("/events")]
+        assert reasons == ["Admitted", "Running", "Finished"]
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_the_clock_is_injected_into_every_timestamp() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        api.add(*cluster().objects.values())
+        submit(api, "train", 1, 4)
+        operator = await started(api)
+        await operator.reconcile()
+        record = api.get_object("PodGroup", NS, "train")
+        assert record is not None and record["status"]["admittedAt"] == "2026-01-01T00:00:00Z"
+        await operator.cache.stop()
+
+    run(go)

@@ -1,0 +1,89 @@
+"""The writer's own logic: gate removal guarded by a `test` operation, PodGroup status preconditions,
+and Events that never fail a cycle."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from admission.core.labels import GATE
+from admission.kube.client import KubeApiError
+from admission.operator.cache import OperatorCache
+from admission.operator.writer import Writer
+from tests.support.clock import FakeClock
+from tests.support.fake_api import FakeApi
+from tests.unit.cycle.cycle_builders import NS, member
+
+
+def writer(api: FakeApi) -> Writer:
+    return Writer(api, OperatorCache(api, FakeClock()), FakeClock())
+
+
+def pod_gates(api: FakeApi, name: str) -> list[str]:
+    pod = api.get_object("Pod", NS, name)
+    assert pod is not None
+    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
+
+
+def test_ungate_removes_only_draqs_gate() -> None:
+    api = FakeApi()
+    pod = member("p", "g")
+    pod["spec"]["schedulingGates"] = [{"name": "other.io/wait"}, {"name": GATE}]
+    api.add(pod)
+    assert asyncio.run(writer(api).ungate(NS, "p", None))
+    assert pod_gates(api, "p") == ["other.io/wait"]
+    assert api.writes[-1].body[0] == {"op": "test", "path": "/spec/schedulingGates/1/name", "value": GATE}
+
+
+def test_ungate_reads_again_when_the_gates_changed_under_it() -> None:
+    api = FakeApi()
+    api.add(member("p", "g"))
+    stale = {"spec": {"schedulingGates": [{"name": "x"}, {"name": GATE}]}}  # an old view: gate at index 1
+    assert asyncio.run(writer(api).ungate(NS, "p", stale))
+    assert pod_gates(api, "p") == []
+    tests = [w.body[0]["path"] for w in api.writes]
+    assert tests == ["/spec/schedulingGates/1/name", "/spec/schedulingGates/0/name"]
+
+
+def test_ungate_of_a_pod_that_is_gone_or_released_is_false() -> None:
+    api = FakeApi()
+    assert not asyncio.run(writer(api).ungate(NS, "absent", None))
+    api.add(member("free", "g", gated=False))
+    assert not asyncio.run(writer(api).ungate(NS, "free", None))
+    assert api.writes == []
+
+
+def test_status_with_a_stale_version_is_refused() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        w = writer(api)
+        created = await w.ensure_pod_group(NS, "g", 2, "lq")
+        again = await w.ensure_pod_group(NS, "g", 2, "lq")  # another writer was first: read it
+        assert again["metadata"]["name"] == "g"
+        version = created["metadata"]["resourceVersion"]
+        await w.pod_group_status(NS, "g", {"phase": "Pending"})
+        with pytest.raises(KubeApiError) as refused:
+            await w.pod_group_status(NS, "g", {"phase": "Admitted"}, version)
+        assert refused.value.status == 409
+        stored = api.get_object("PodGroup", NS, "g")
+        assert stored is not None and stored["status"]["phase"] == "Pending"
+
+    asyncio.run(go())
+
+
+def test_a_failed_event_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    api = FakeApi()
+    api.fail = lambda method, path: KubeApiError(method, path, 403, "forbidden") if "/events" in path else None
+    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": NS}}
+    asyncio.run(writer(api).event(involved, "Admitted", "admitted"))
+    assert "event Admitted for team/p" in caplog.text
+
+
+def test_events_carry_the_injected_time() -> None:
+    api = FakeApi()
+    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": NS}}
+    asyncio.run(writer(api).event(involved, "Admitted", "admitted"))
+    event = api.writes[-1].body
+    assert event["firstTimestamp"] == event["lastTimestamp"] == "2026-01-01T00:00:00Z"
+    assert event["involvedObject"]["name"] == "p" and event["type"] == "Normal"
