@@ -117,27 +117,42 @@ class _Parser:
         return node
 
     def unary(self) -> ast.Node:
+        """CEL's `Unary = Member | "!" {"!"} Member | "-" {"-"} Member`, as cel-go and cel-cpp parse it.
+
+        A Member may start with a signed number literal (`-9223372036854775808` is a valid int), and
+        a single `-` before a number is that literal's sign. A run of two or more `-` takes every `-`,
+        so its Member is the unsigned literal, which must be in range on its own: `--9223372036854775808`
+        and `---9223372036854775808` are invalid int literals, as is `-(9223372036854775808)`. A run of
+        an even number of operators is dropped (`--x` is `x`, `!!x` is `x`), an odd one is one call.
+        """
         token = self.peek()
-        if token.kind == "punct" and token.text in ("!", "-"):
-            operators = []
-            while self.peek().kind == "punct" and self.peek().text == token.text:
-                operators.append(self.advance())
-            number = self.peek()
-            if token.text == "-" and number.kind in ("int", "double") and len(operators) % 2 == 1:
-                # Fold `-literal` so that -9223372036854775808 is a valid int.
-                operators.pop()
-                self.advance()
-                if number.kind == "int" and -number.value < INT64_MIN:  # type: ignore[operator]
-                    self.fail(f"invalid int literal: -{number.text}", number.pos)
-                literal: ast.Node = ast.Literal(token.pos, -number.value)  # type: ignore[operator]
-                node = self.member_suffixes(literal)
-            else:
-                node = self.member()
-            name = "!_" if token.text == "!" else "-_"
-            for operator in reversed(operators):
-                node = ast.Call(operator.pos, name, None, (node,))
-            return node
-        return self.member()
+        if token.kind != "punct" or token.text not in ("!", "-"):
+            return self.member()
+        if token.text == "-" and self._at_signed_number():
+            return self.signed_member()
+        operators = []
+        while self.peek().kind == "punct" and self.peek().text == token.text:
+            operators.append(self.advance())
+        node = self.signed_member() if token.text == "!" else self.member()
+        if len(operators) % 2 == 1:
+            node = ast.Call(operators[0].pos, "!_" if token.text == "!" else "-_", None, (node,))
+        return node
+
+    def _at_signed_number(self) -> bool:
+        """At `-` directly followed by an int or double literal (whitespace between them is allowed)."""
+        return (self.peek().kind == "punct" and self.peek().text == "-"
+                and self.peek(1).kind in ("int", "double"))
+
+    def signed_member(self) -> ast.Node:
+        """A Member that may start with a signed number literal: `-1`, `-9223372036854775808`, `-1.5`."""
+        if not self._at_signed_number():
+            return self.member()
+        sign = self.advance()
+        number = self.advance()
+        value = -number.value  # type: ignore[operator]
+        if number.kind == "int" and value < INT64_MIN:
+            self.fail(f"invalid int literal: -{number.text}", sign.pos)
+        return self.member_suffixes(ast.Literal(sign.pos, value))
 
     def member(self) -> ast.Node:
         return self.member_suffixes(self.primary())

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from admission.core.cel import CelError, compile_expression
+from admission.core.cel.parser import ParseError, parse
 from admission.core.cel.values import UInt
 
 cel = pytest.importorskip("cel_expr_python.cel")
@@ -269,6 +270,42 @@ def test_generated_expressions_agree_with_reference(expression: str) -> None:
     # The reference reuses a comprehension's variable slot for a later cel.bind variable after an
     # early exit (`[1, 2].exists(x, x > 0) ? cel.bind(v, 0, v * v) : 0` gives 4 there): skip those.
     assume(not ("cel.bind" in expression and any(m in expression for m in MACROS)))
+    check_against_reference(expression)
+
+
+def _reference_parses(expression: str) -> bool:
+    try:
+        REFERENCE.compile(expression, disable_check=True)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _ours_parse(expression: str) -> str | None:
+    """None when draq parses the expression, else the parse error."""
+    try:
+        parse(expression)
+    except ParseError as error:
+        return str(error)
+    return None
+
+
+# Negation runs and int literals at the edge of the range (a generated `---9223372036854775808` was
+# accepted by draq and refused by the reference): both must parse the same and then agree.
+@pytest.mark.parametrize("expression", [
+    "-9223372036854775808", "--9223372036854775808", "---9223372036854775808", "----9223372036854775808",
+    "-(9223372036854775808)", "-(-9223372036854775808)", "--(-9223372036854775808)", "- 9223372036854775808",
+    "-9223372036854775809", "--9223372036854775807", "---9223372036854775807", "-0x8000000000000000",
+    "--0x8000000000000000", "1 - -9223372036854775808", "1--9223372036854775808",
+    "false && ---9223372036854775808 == 1", "true || --9223372036854775808 == 1",
+    "--1", "---1", "--1.5", "-1u", "--1u", '--"a"', "!!1", "!-1", "!!-1", "-!true", "!!!true",
+])
+def test_negation_and_int_literal_range_agree_with_reference(expression: str) -> None:
+    ours_error = _ours_parse(expression)
+    reference_parses = _reference_parses(expression)
+    assert (ours_error is None) == reference_parses, (
+        f"{expression}: the reference {'parses' if reference_parses else 'refuses'} it, "
+        f"draq {'parses it' if ours_error is None else 'refuses it: ' + ours_error}")
     check_against_reference(expression)
 
 
