@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from admission.core.errors import DraqError
+from admission.core.labels import GROUP_LABEL
 
 HELP = "start a local control plane with simulated GPU nodes, run draq on it and show workloads being admitted"
 DEFAULT_LAYOUT = "h100=2,a100=1,mi300x=1"
 REPO = Path(__file__).resolve().parents[2]
 DEMO_MANIFESTS = REPO / "examples" / "demo"
+_JSONPATH_GROUP_LABEL = GROUP_LABEL.replace(".", "\\.")  # kubectl's custom columns escape dots in keys
 SNAPSHOTS_ONCE = (4, 10, 18, 26, 34)  # seconds after the workloads were submitted
 
 
@@ -170,9 +172,10 @@ def _submit_workloads(plane: Any) -> None:
 def _show(plane: Any, elapsed: float) -> None:
     print(f"\n---------------- {elapsed:4.0f}s after submitting ----------------")
     views = [("clusterqueues", []), ("podgroups", ["-A"]),
-             ("pods", ["-A", "-l", "draq.io/pod-group", "-o",
+             ("pods", ["-A", "-l", GROUP_LABEL, "-o",
                        "custom-columns=NAMESPACE:.metadata.namespace,POD:.metadata.name,"
-                       "GROUP:.metadata.labels.draq\\.io/pod-group,GATES:.spec.schedulingGates[*].name,"
+                       f"GROUP:.metadata.labels.{_JSONPATH_GROUP_LABEL},"
+                       "GATES:.spec.schedulingGates[*].name,"
                        "NODE:.spec.nodeName,PHASE:.status.phase"])]
     for kind, extra in views:
         result = plane.kubectl("get", kind, *extra, check=False)

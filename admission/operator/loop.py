@@ -23,8 +23,6 @@ from admission.core.cycle import (
     admitted_event,
     admitted_status,
     charging_inventory,
-    cluster_queue_status,
-    local_queue_status,
     next_phase,
     pending_counts,
     pending_status,
@@ -34,7 +32,7 @@ from admission.core.cycle import (
     unreleased_members,
 )
 from admission.core.features import gates_for
-from admission.core.quota import Phase, QueueState, device_selected
+from admission.core.quota import Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.cache import OperatorCache

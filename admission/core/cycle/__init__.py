@@ -35,7 +35,6 @@ from admission.core.cycle.status import (
     phase_change,
     plan_status,
 )
-from admission.core.quota import cluster_queue_status, local_queue_status
 
 __all__ = [
     "TERMINAL_PHASES",
@@ -51,10 +50,8 @@ __all__ = [
     "admitted_event",
     "admitted_status",
     "charging_inventory",
-    "cluster_queue_status",
     "collect_groups",
     "is_managed",
-    "local_queue_status",
     "next_phase",
     "pending_counts",
     "pending_status",

@@ -7,7 +7,6 @@ from cycle_builders import NS, cluster_queue, cycle, cycle_input, gang, gpu_node
 from admission.core.cycle import (
     Admit,
     admitted_status,
-    cluster_queue_status,
     next_phase,
     planned_allocation,
     promised_devices,
@@ -15,7 +14,7 @@ from admission.core.cycle import (
     run_cycle,
     unreleased_members,
 )
-from admission.core.quota import Phase, PlannedClaim, parse_pod_group
+from admission.core.quota import Phase, PlannedClaim, cluster_queue_status, parse_pod_group
 
 NODES = gpu_node("node-a") + gpu_node("node-b")
 

@@ -1,0 +1,66 @@
+"""The public Python API of the pure core, pinned: a name added to or dropped from a package's `__all__`
+is a deliberate change, made here too. Every listed name must exist."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PUBLIC = {
+    "admission.core.allocator": [
+        "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlan", "INVALID_POOLS",
+        "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView", "RequestExplanation",
+        "Snapshot", "SnapshotIndex", "Status", "Usage", "allocation_to_manifest", "explain", "explain_best",
+        "members_for", "place_gang", "pod_claims",
+    ],
+    "admission.core.cycle": [
+        "Admit", "CycleInput", "CycleResult", "GroupDecision", "GroupView", "PendingCounts", "PhaseChange",
+        "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status", "charging_inventory",
+        "collect_groups", "is_managed", "next_phase", "pending_counts", "pending_status", "phase_change",
+        "plan_status", "planned_allocation", "promised_allocations", "promised_devices", "rebuild_state",
+        "reconcile_group", "recorded_plan", "run_cycle", "unreleased_members",
+    ],
+    "admission.core.quota": [
+        "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
+        "CompiledUnit", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects", "Inventory",
+        "LabelSelector", "LocalQueue", "NONE", "Phase", "Plan", "PlannedClaim", "PodGroup", "QueueState",
+        "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
+        "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "cluster_queue_status",
+        "compile_unit", "device_selected", "device_value", "extended_claim_id", "extended_resource_claim_spec",
+        "extended_resource_class", "format_amount", "local_queue_status", "parse_cluster_queue",
+        "parse_local_queue", "parse_pod_group", "parse_quota_unit", "quota_unit_status", "reconcile",
+        "reconciliation_status",
+    ],
+    "admission.core.models": [
+        "ALL", "AllocatedConfig", "AllocationResult", "AttributeValue", "CapacityRange", "ClaimConfig", "ClaimSpec",
+        "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device", "DeviceAllocation",
+        "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection", "DeviceTaint",
+        "DeviceToleration", "EXACT_COUNT", "Model", "Node", "NodeSelector", "NodeSelectorRequirement",
+        "NodeSelectorTerm", "ObjectMeta", "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus",
+        "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "ScalarValue", "is_supported",
+        "node_name_selector", "parse_object", "parse_objects", "qualified_name", "qualify",
+    ],
+    "admission.core.review": [
+        "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",
+        "pod_queue", "selector_matches", "validate",
+    ],
+    "admission.core.cel": [
+        "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",
+        "compile_expression", "compile_selector",
+    ],
+}
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_public_names_are_pinned(package: str) -> None:
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == sorted(PUBLIC[package])
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+
+
+def test_vocabulary_is_defined_once() -> None:
+    labels = importlib.import_module("admission.core.labels")
+    assert labels.GATE == "draq.io/admission" and labels.API_VERSION == f"{labels.API_GROUP}/v1alpha1"
+    assert labels.GROUP_LABELS == (labels.QUEUE_LABEL, labels.GROUP_LABEL, labels.GROUP_MIN_LABEL)
