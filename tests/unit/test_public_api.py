@@ -62,5 +62,5 @@ def test_public_names_are_pinned(package: str) -> None:
 
 def test_vocabulary_is_defined_once() -> None:
     labels = importlib.import_module("admission.core.labels")
-    assert labels.GATE == "draq.io/admission" and labels.API_VERSION == f"{labels.API_GROUP}/v1alpha1"
+    assert labels.GATE == "draq.io/admission" and f"{labels.API_GROUP}/v1alpha1" == labels.API_VERSION
     assert labels.GROUP_LABELS == (labels.QUEUE_LABEL, labels.GROUP_LABEL, labels.GROUP_MIN_LABEL)
