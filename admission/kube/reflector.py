@@ -44,16 +44,18 @@ def without_managed_fields(resource: Resource) -> Projection:
 
 class Reflector:
     """Keeps one resource's store in step with the API server; `on_change` is called after every
-    list and every watch event that is not a bookmark."""
+    list and every watch event that is not a bookmark, `on_delete` with the key of a deleted object."""
 
     def __init__(self, api: Client, resource: Resource, project: Projection,
-                 on_change: Callable[[], None] | None = None, retry_absent_after: float = 10.0) -> None:
+                 on_change: Callable[[], None] | None = None, retry_absent_after: float = 10.0,
+                 on_delete: Callable[[Key], None] | None = None) -> None:
         self.resource = resource
         self.project = project
         self.store: dict[Key, dict[str, Any]] = {}
         self.synced = asyncio.Event()
         self._api = api
         self._on_change = on_change or (lambda: None)
+        self._on_delete = on_delete or (lambda key: None)
         self._retry_absent_after = retry_absent_after
 
     def key(self, obj: Mapping[str, Any]) -> Key:
@@ -105,7 +107,9 @@ class Reflector:
             if kind in ("ADDED", "MODIFIED"):
                 self.store[self.key(obj)] = self.projected(obj)
             elif kind == "DELETED":
-                self.store.pop(self.key(obj), None)
+                key = self.key(obj)
+                self.store.pop(key, None)
+                self._on_delete(key)
             elif kind == "ERROR":
                 return  # usually 410 Gone: list again
             else:

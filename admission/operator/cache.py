@@ -7,7 +7,7 @@ Every list and every watch event sets `changed`, which wakes the admission loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from admission.core.labels import QUEUE_LABEL
@@ -45,7 +45,8 @@ class OperatorCache:
                  resources: tuple[tuple[Resource, Projection], ...] = OPERATOR_RESOURCES) -> None:
         self.changed = asyncio.Event()
         self._clock = clock
-        self.reflectors = {res.kind: Reflector(api, res, project, self.changed.set) for res, project in resources}
+        self.reflectors = {res.kind: Reflector(api, res, project, self.changed.set, on_delete=self._forgetter(res.kind))
+                           for res, project in resources}
         self._assumed: dict[str, dict[Key, tuple[float, dict[str, Any]]]] = {k: {} for k in self.reflectors}
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -64,6 +65,12 @@ class OperatorCache:
         reflector = self.reflectors[kind]
         projected = reflector.projected(obj)
         self._assumed[kind][reflector.key(projected)] = (self._clock.monotonic(), projected)
+
+    def _forgetter(self, kind: str) -> Callable[[Key], None]:
+        """A deleted object is gone at once: a write of ours still assumed must not bring it back."""
+        def forget(key: Key) -> None:
+            self._assumed.setdefault(kind, {}).pop(key, None)
+        return forget
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
         store = dict(self.reflectors[kind].store)

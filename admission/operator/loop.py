@@ -116,7 +116,7 @@ class Operator:
                 else:
                     await self._report_wait(reading, group, decision)
             except KubeApiError as err:
-                log.warning("group %s: %s", group.key, err)
+                self._group_failed(group, err)
         await self._write_queue_status(reading, result.state, result.waiting)
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
@@ -152,10 +152,18 @@ class Operator:
             if not names:
                 continue
             log.info("finishing the release of %s: %s still gated", group.key, ", ".join(names))
-            for name in names:
-                changed |= await self.writer.ungate(group.namespace, name,
-                                                    reading.manifests.get(f"Pod {group.namespace}/{name}"))
+            try:
+                for name in names:
+                    changed |= await self.writer.ungate(group.namespace, name,
+                                                        reading.manifests.get(f"Pod {group.namespace}/{name}"))
+            except KubeApiError as err:
+                self._group_failed(group, err)
         return changed
+
+    def _group_failed(self, group: GroupView, err: KubeApiError) -> None:
+        """One group's write failed (e.g. it was deleted meanwhile): the others go on; the next pass retries."""
+        log.warning("group %s: %s", group.key, err)
+        self.cache.changed.set()
 
     async def _report_wait(self, reading: Reading, group: GroupView, wait: Wait) -> None:
         manifest = reading.manifests.get(f"PodGroup {group.key}")
@@ -186,7 +194,11 @@ class Operator:
                 reconciliation = reconcile_group(group, reading.cycle.snapshot.claims, reading.cycle.snapshot.templates,
                                                  reading.cycle.units, inventory, device_selected)
             change = phase_change(phase, len(group.pods), reconciliation)
-            written = await self.writer.pod_group_status(group.namespace, group.name, change.status)
+            try:
+                written = await self.writer.pod_group_status(group.namespace, group.name, change.status)
+            except KubeApiError as err:
+                self._group_failed(group, err)
+                continue
             changed = True
             log.info("group %s is %s", group.key, phase.value)
             await self.writer.event(written, change.reason, change.message)

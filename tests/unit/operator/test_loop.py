@@ -9,6 +9,7 @@ import pytest
 
 from admission.core.errors import DraqError
 from admission.core.labels import GATE
+from admission.kube.client import KubeApiError
 from admission.operator import reading
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS
@@ -158,6 +159,38 @@ def test_the_clock_is_injected_into_every_timestamp() -> None:
         await operator.reconcile()
         record = api.get_object("PodGroup", NS, "train")
         assert record is not None and record["status"]["admittedAt"] == "2026-01-01T00:00:00Z"
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_a_deleted_object_is_gone_at_once_even_if_just_written() -> None:
+    async def go() -> None:
+        api = cluster()
+        submit(api, "train", 1, 4)
+        operator = await started(api)
+        await operator.reconcile()  # writes (and assumes) the PodGroup
+        assert [m for m in operator.cache.objects("PodGroup") if m["metadata"]["name"] == "train"]
+        await api.delete(f"/apis/draq.io/v1alpha1/namespaces/{NS}/podgroups/train")
+        await asyncio.sleep(0.05)
+        assert not [m for m in operator.cache.objects("PodGroup") if m["metadata"]["name"] == "train"]
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_a_group_whose_writes_fail_does_not_stop_the_others() -> None:
+    async def go() -> None:
+        api = cluster(gpus=16)
+        submit(api, "gone", 1, 4)
+        submit(api, "other", 1, 4)
+        operator = await started(api)
+        api.fail = lambda method, path: (KubeApiError(method, path, 404, "podgroups 'gone' not found")
+                                         if "/podgroups/gone" in path else None)
+        await operator.reconcile()
+        assert gates_of(api, "other-0") == []  # admitted and released
+        assert gates_of(api, "gone-0") == [GATE]
+        assert operator.cache.changed.is_set()  # the failed group is tried again on the next pass
         await operator.cache.stop()
 
     run(go)
