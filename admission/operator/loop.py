@@ -143,7 +143,8 @@ class Operator:
         self._said.pop(group.key, None)
         await self.writer.event(written, "Admitted", admitted_event(admit))
         for pod in group.gated:
-            await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"))
+            await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
+                                     admit.placements.get(pod.key))
 
     async def _finish_releases(self, reading: Reading) -> bool:
         changed = False
@@ -153,9 +154,11 @@ class Operator:
                 continue
             log.info("finishing the release of %s: %s still gated", group.key, ", ".join(names))
             try:
+                planned = dict(group.pod_group.plan.nodes) if group.pod_group is not None else {}
                 for name in names:
                     changed |= await self.writer.ungate(group.namespace, name,
-                                                        reading.manifests.get(f"Pod {group.namespace}/{name}"))
+                                                        reading.manifests.get(f"Pod {group.namespace}/{name}"),
+                                                        planned.get(name))
             except KubeApiError as err:
                 self._group_failed(group, err)
         return changed

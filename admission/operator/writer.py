@@ -10,6 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from admission.core.cycle.pinning import pinned_affinity
 from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
@@ -55,12 +56,15 @@ class Writer:
         return written
 
     # ----- pods -------------------------------------------------------------------------------------
-    async def ungate(self, namespace: str, name: str, cached: Mapping[str, Any] | None) -> bool:
-        """Remove draq's gate from a pod; the `test` op makes a concurrent change of the gates fail the
-        patch instead of being overwritten. False when the pod is gone or no longer gated."""
+    async def ungate(self, namespace: str, name: str, cached: Mapping[str, Any] | None,
+                     node: str | None = None) -> bool:
+        """Release a member: remove draq's gate and, with `node`, pin the pod to it in the same patch
+        (`pinned_affinity`). The `test` op makes a concurrent change of the gates fail the patch instead
+        of being overwritten. False when the pod is gone or no longer gated."""
         pod = cached
         path = kinds.PODS.object_path(namespace, name)
-        for _ in range(3):
+        pin = node
+        for _ in range(4):
             if pod is None:
                 try:
                     pod = await self.api.get(path)
@@ -68,22 +72,44 @@ class Writer:
                     if err.status == 404:
                         return False
                     raise
-            gates = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+            spec = pod.get("spec") or {}
+            gates = [g.get("name") for g in spec.get("schedulingGates") or []]
             if GATE not in gates:
                 return False
             index = gates.index(GATE)
-            patch = [{"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
-                     {"op": "remove", "path": f"/spec/schedulingGates/{index}"}]
+            patch: list[dict[str, Any]] = [
+                {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE}]
+            if pin is not None:
+                pinned = pinned_affinity(spec.get("affinity"), pin)
+                patch.append({"op": "add", "path": "/spec/affinity", "value": pinned})
+            patch.append({"op": "remove", "path": f"/spec/schedulingGates/{index}"})
             try:
                 written = await self.api.json_patch(path, patch)
             except KubeApiError as err:
                 if err.status not in (409, 422):
                     raise
-                pod = None  # the gates changed under us: read the pod again
+                pod = await self._reread(path)
+                if pod is None:
+                    return False
+                still = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+                if err.status == 422 and pin is not None and still == gates:
+                    # The gates did not change, so the API refused the pin itself: release unpinned
+                    # rather than leave the member gated for ever.
+                    log.warning("pod %s/%s: pinning to node %s refused (%s); releasing it unpinned",
+                                namespace, name, pin, err)
+                    pin = None
                 continue
             self.cache.assume("Pod", written)
             return True
         raise KubeApiError("PATCH", f"pod {namespace}/{name}", 409, "scheduling gates kept changing")
+
+    async def _reread(self, path: str) -> dict[str, Any] | None:
+        try:
+            return await self.api.get(path)
+        except KubeApiError as err:
+            if err.status == 404:
+                return None
+            raise
 
     # ----- queues -----------------------------------------------------------------------------------
     async def cluster_queue_status(self, name: str, status: Mapping[str, Any]) -> None:

@@ -66,6 +66,7 @@ class FakeApi:
         self._version = 0
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self.fail: Callable[[str, str], KubeApiError | None] = lambda method, path: None
+        self.last_body: Any = None
 
     # ----- seeding and inspection -------------------------------------------------------------------
     def add(self, *manifests: Mapping[str, Any]) -> None:
@@ -169,6 +170,7 @@ class FakeApi:
             raise error
 
     def _record(self, method: str, path: str, body: Any) -> None:
+        self.last_body = body  # what the request being decided carries, for `fail` to look at
         self._maybe_fail(method, path)
         self.writes.append(Write(method, path, copy.deepcopy(body)))
 

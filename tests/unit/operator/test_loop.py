@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from admission.core.cycle.pinning import pinned_node
 from admission.core.errors import DraqError
 from admission.core.labels import GATE
 from admission.kube.client import KubeApiError
@@ -37,6 +38,9 @@ def test_a_group_that_fits_is_recorded_admitted_before_any_gate_is_removed() -> 
         assert record["charge"] == [{"unit": "gpus", "amount": "8"}]
         assert {p["name"] for p in record["plan"]["pods"]} == {"train-0", "train-1"}
         assert gates_of(api, "train-0") == [] and gates_of(api, "train-1") == []
+        for planned in record["plan"]["pods"]:  # each member is pinned to the node the plan chose
+            pod = api.get_object("Pod", NS, planned["name"])
+            assert pod is not None and pinned_node(pod["spec"]["affinity"]) == planned["node"]
         events = [w.body for w in api.writes_to("/events")]
         assert [e["reason"] for e in events] == ["Admitted"]
         assert events[0]["message"].startswith("admitted to ClusterQueue main, charged gpus 8; placed ")
@@ -75,12 +79,12 @@ def test_a_release_interrupted_after_the_record_is_finished_by_the_next_pass() -
         original = first.writer.ungate
         calls = 0
 
-        async def crash_after_one(namespace: str, name: str, cached: object) -> bool:
+        async def crash_after_one(namespace: str, name: str, cached: object, node: str | None = None) -> bool:
             nonlocal calls
             calls += 1
             if calls > 1:
                 raise ConnectionError("the process died here")
-            return await original(namespace, name, cached)  # type: ignore[arg-type]
+            return await original(namespace, name, cached, node)  # type: ignore[arg-type]
 
         first.writer.ungate = crash_after_one  # type: ignore[method-assign]
         with pytest.raises(ConnectionError):
@@ -91,6 +95,11 @@ def test_a_release_interrupted_after_the_record_is_finished_by_the_next_pass() -
         second = await started(api)  # a new leader, with a fresh cache
         await second.reconcile()
         assert gates_of(api, "train-0") == [] and gates_of(api, "train-1") == []
+        record = api.get_object("PodGroup", NS, "train")
+        assert record is not None
+        for planned in record["status"]["plan"]["pods"]:  # the finished release pins as the record says
+            pod = api.get_object("Pod", NS, planned["name"])
+            assert pod is not None and pinned_node(pod["spec"]["affinity"]) == planned["node"]
         admitted = [w for w in api.writes_to("/podgroups/train/status") if w.body["status"].get("phase") == "Admitted"]
         assert len(admitted) == 1  # admitted once, released whole
         await second.cache.stop()

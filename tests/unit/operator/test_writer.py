@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from admission.core.cycle.pinning import pinned_node
 from admission.core.labels import GATE
 from admission.kube.client import KubeApiError
 from admission.operator.cache import OperatorCache
@@ -87,3 +88,33 @@ def test_events_carry_the_injected_time() -> None:
     event = api.writes[-1].body
     assert event["firstTimestamp"] == event["lastTimestamp"] == "2026-01-01T00:00:00Z"
     assert event["involvedObject"]["name"] == "p" and event["type"] == "Normal"
+
+
+def test_release_pins_the_member_to_its_node_in_the_same_patch() -> None:
+    api = FakeApi()
+    api.add(member("p", "g"))
+    assert asyncio.run(writer(api).ungate(NS, "p", None, "node-7"))
+    ops = [op["op"] for op in api.writes[-1].body]
+    assert ops == ["test", "add", "remove"]  # one request: the pod is never ungated unpinned
+    pod = api.get_object("Pod", NS, "p")
+    assert pod is not None and pinned_node(pod["spec"]["affinity"]) == "node-7"
+    assert pod_gates(api, "p") == []
+
+
+def test_a_refused_pin_releases_the_member_unpinned_rather_than_never(caplog: pytest.LogCaptureFixture) -> None:
+    api = FakeApi()
+    api.add(member("p", "g"))
+    refused = [True]
+
+    def refuse_affinity_once(method: str, path: str) -> KubeApiError | None:
+        body = api.last_body
+        if method == "PATCH" and refused and any(op.get("path") == "/spec/affinity" for op in body):
+            refused.pop()
+            return KubeApiError(method, path, 422, "pod p is invalid: spec: Forbidden: pod updates may not change")
+        return None
+
+    api.fail = refuse_affinity_once
+    assert asyncio.run(writer(api).ungate(NS, "p", None, "node-7"))
+    pod = api.get_object("Pod", NS, "p")
+    assert pod is not None and "affinity" not in pod["spec"] and pod_gates(api, "p") == []
+    assert "pinning to node node-7 refused" in caplog.text

@@ -1,0 +1,48 @@
+"""Pinning a released member to its planned node.
+
+While a pod is still gated, Kubernetes lets its required node affinity be narrowed (terms may gain
+requirements, none may be changed or dropped). draq adds `metadata.name In [node]` to every term as
+it removes the gate, in the same patch, so the scheduler binds the member where the plan put it and
+another group cannot take the node the plan relied on.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+NODE_NAME_FIELD = "metadata.name"
+
+
+def pin_requirement(node: str) -> dict[str, Any]:
+    return {"key": NODE_NAME_FIELD, "operator": "In", "values": [node]}
+
+
+def pinned_affinity(affinity: Mapping[str, Any] | None, node: str) -> dict[str, Any]:
+    """The pod's `spec.affinity` with every required node-affinity term narrowed to `node` (a term is
+    added when there is none); everything else is kept as it is."""
+    pinned: dict[str, Any] = copy.deepcopy(dict(affinity or {}))
+    node_affinity = pinned.setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        terms = [{}]
+    for term in terms:
+        fields = term.setdefault("matchFields", [])
+        if pin_requirement(node) not in fields:
+            fields.append(pin_requirement(node))
+    required["nodeSelectorTerms"] = terms
+    return pinned
+
+
+def pinned_node(affinity: Mapping[str, Any] | None) -> str | None:
+    """The node a pod was pinned to by `pinned_affinity`, if any."""
+    node_affinity = (affinity or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for requirement in term.get("matchFields") or []:
+            values = requirement.get("values") or []
+            if requirement.get("key") == NODE_NAME_FIELD and requirement.get("operator") == "In" and len(values) == 1:
+                return str(values[0])
+    return None
