@@ -14,6 +14,9 @@ every choice; in short:
   admits anything, so the webhook only gives an earlier, clearer error.
 - draq's own service account is exempt from pod validation (`matchConditions`), so the operator can
   release gates even when no webhook replica answers.
+- Pod UPDATEs are sent to the validating webhook when the old pod carries draq's gate or the queue
+  label, whatever the new one carries: removing the queue label first must not make the gate
+  removable without draq seeing it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from admission.core.labels import API_GROUP, DEFAULT_DRAQ_USER, DEFAULT_QUEUE_LABEL, MANAGED_LABEL, QUEUE_LABEL
+from admission.core.labels import (
+    API_GROUP,
+    DEFAULT_DRAQ_USER,
+    DEFAULT_QUEUE_LABEL,
+    GATE,
+    MANAGED_LABEL,
+    QUEUE_LABEL,
+)
 from admission.kube import kinds
 
 MUTATING_NAME = "draq-mutating"
@@ -59,11 +69,16 @@ class WebhookTarget:
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """A namespace selector plus an optional object selector, and a suffix for webhook names."""
+    """A namespace selector plus an optional object selector, and a suffix for webhook names.
+
+    `queue_labelled_only`: only pods labelled `draq.io/queue` are draq's in this scope (what the object
+    selector says, for the webhooks that cannot use it).
+    """
 
     name: str
     namespace_selector: dict[str, Any]
     object_selector: dict[str, Any]
+    queue_labelled_only: bool = False
 
 
 def _not_system(draq_namespace: str) -> dict[str, Any]:
@@ -80,7 +95,7 @@ def scopes(draq_namespace: str) -> tuple[Scope, Scope]:
     labelled = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]}
     return (
         Scope("default-queue", {"matchExpressions": [excluded, has_default]}, {}),
-        Scope("managed", {"matchExpressions": [excluded, opted_in, no_default]}, labelled),
+        Scope("managed", {"matchExpressions": [excluded, opted_in, no_default]}, labelled, queue_labelled_only=True),
     )
 
 
@@ -129,17 +144,15 @@ def validating_configuration(
 ) -> dict[str, Any]:
     client = target.client_config(VALIDATE_PATH, ca_bundle)
     not_draq = {"name": "not-draq", "expression": f"request.userInfo.username != {_cel_string(draq_user)}"}
-    managed_update = {
-        "name": "create-or-managed-update",
-        "expression": "request.operation == 'CREATE' || (has(oldObject.metadata.labels) && "
-                      f"{_cel_string(QUEUE_LABEL)} in oldObject.metadata.labels)",
-    }
     pods = [_rule("", ["v1"], ["pods"], ["CREATE", "UPDATE"])]
     claims = [_rule("resource.k8s.io", ["*"], ["resourceclaims", "resourceclaimtemplates"], ["CREATE"])]
     webhooks = []
     for scope in scopes(draq_namespace):
+        # No objectSelector: it cannot see the gate (in spec), and a gated pod whose queue label is gone
+        # must still be sent. The match condition scopes the pods instead.
         webhooks.append(_webhook("pods", client, pods, scope, failure_policy="Fail",
-                                 timeout=POD_TIMEOUT_SECONDS, match_conditions=[not_draq, managed_update]))
+                                 timeout=POD_TIMEOUT_SECONDS, object_selector=False,
+                                 match_conditions=[not_draq, pod_condition(scope)]))
         webhooks.append(_webhook("claims", client, claims, scope, failure_policy="Ignore",
                                  timeout=OTHER_TIMEOUT_SECONDS, object_selector=False))
     queues = [
@@ -150,6 +163,28 @@ def validating_configuration(
     webhooks.append(_webhook("queues", client, queues, own, failure_policy="Ignore",
                              timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[not_draq]))
     return _configuration("ValidatingWebhookConfiguration", VALIDATING_NAME, webhooks)
+
+
+def _has_label(obj: str, key: str) -> str:
+    return f"(has({obj}.metadata.labels) && {_cel_string(key)} in {obj}.metadata.labels)"
+
+
+def _has_gate(obj: str) -> str:
+    return (f"(has({obj}.spec.schedulingGates) && "
+            f"{obj}.spec.schedulingGates.exists(g, g.name == {_cel_string(GATE)}))")
+
+
+def pod_condition(scope: Scope) -> dict[str, str]:
+    """Which pod requests the validating webhook is sent, within its scope's namespaces.
+
+    CREATE: every pod, or in a scope of queue-labelled pods only those labelled. UPDATE: pods whose
+    old object carries the queue label or draq's gate (every pod draq gated has both; one that lost
+    its label still has the gate), so updates of pods draq never gated are not sent.
+    """
+    created = _has_label("object", QUEUE_LABEL) if scope.queue_labelled_only else "true"
+    updated = f"{_has_label('oldObject', QUEUE_LABEL)} || {_has_gate('oldObject')}"
+    return {"name": "create-or-gated-or-queued-update",
+            "expression": f"request.operation == 'CREATE' ? {created} : ({updated})"}
 
 
 def configurations(

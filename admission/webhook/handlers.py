@@ -1,8 +1,13 @@
 """HTTP handlers: bytes of an AdmissionReview in, an AdmissionReview out, always with HTTP 200.
 
-Whatever arrives (not JSON, too deep, wrong shapes) gets a well-formed AdmissionReview back; a
-malformed one is denied with code 400. A bug in a decision is logged and answered with a denial
-that says so, never with an HTTP 500 the API server could only report as "webhook failed".
+Whatever arrives (not JSON, too deep, too large, wrong shapes) gets a well-formed AdmissionReview
+back; a malformed one is denied with code 400. A bug in a decision is logged and answered with a
+denial that says so, never with an HTTP 500 the API server could only report as "webhook failed".
+
+Bodies are read in chunks, never more than `MAX_BODY_BYTES` plus one chunk. A larger body is answered
+from its first `UID_PREFIX_BYTES` only, with the uid read from them (`uid_from_prefix`); the rest is
+not kept (aiohttp reads and drops it for up to ten seconds so the client can read the answer, then
+closes the connection).
 """
 
 from __future__ import annotations
@@ -24,10 +29,42 @@ from admission.core.review.envelope import (
     parse_review,
     render_response,
     request_uid,
+    uid_from_prefix,
 )
 
 log = logging.getLogger(__name__)
 Decide = Callable[[AdmissionRequest, Lookups], Decision]
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest AdmissionReview read whole: the API server caps an object at 3 MiB, and a review carries
+up to two copies of it (object and oldObject)."""
+UID_PREFIX_BYTES = 64 * 1024
+"""What is kept of a larger body, to answer it with its uid (the API server writes the uid first)."""
+
+
+class Chunks(Protocol):
+    async def readany(self) -> bytes:
+        """The next bytes of the body; b"" at its end."""
+        ...
+
+
+async def read_body(content: Chunks, declared_length: int | None,
+                    limit: int = MAX_BODY_BYTES) -> tuple[bytes, bool]:
+    """`(body, True)` for a body of at most `limit` bytes; `(its first UID_PREFIX_BYTES, False)` otherwise.
+
+    A body declared larger than `limit` (Content-Length) is not read beyond the prefix; an undeclared
+    one (chunked) is read until it passes `limit`, so at most `limit` plus one chunk is ever held.
+    """
+    body = bytearray()
+    if declared_length is not None and declared_length > limit:
+        while len(body) < UID_PREFIX_BYTES and (chunk := await content.readany()):
+            body.extend(chunk)
+        return bytes(body[:UID_PREFIX_BYTES]), False
+    while chunk := await content.readany():
+        body.extend(chunk)
+        if len(body) > limit:
+            return bytes(body[:UID_PREFIX_BYTES]), False
+    return bytes(body), True
 
 
 class Fetcher(Protocol):
@@ -49,10 +86,11 @@ class AdmissionHandlers:
         return await self._review(request, lambda r, lookups: validate(r, lookups, self._policy))
 
     async def _review(self, request: web.Request, decide: Decide) -> web.Response:
-        try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return _reply(malformed_response("", "the body is larger than the webhook accepts"))
+        body, whole = await read_body(request.content, request.content_length)
+        if not whole:
+            return _reply(malformed_response(
+                uid_from_prefix(body),
+                f"the body is larger than the webhook accepts ({MAX_BODY_BYTES // (1024 * 1024)} MiB)"))
         review = read_review(body)
         if not isinstance(review, AdmissionRequest):
             return _reply(review)

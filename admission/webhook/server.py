@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from admission.webhook.configurations import MUTATE_PATH, VALIDATE_PATH
-from admission.webhook.handlers import AdmissionHandlers
-
-# The API server caps requests at 3 MiB; an AdmissionReview carries up to two copies of an object.
-MAX_BODY_BYTES = 8 * 1024 * 1024
+from admission.webhook.handlers import MAX_BODY_BYTES, AdmissionHandlers
 
 
 def build_app(handlers: AdmissionHandlers) -> web.Application:
+    # The review handlers read their bodies with their own bound (handlers.read_body); this one is
+    # aiohttp's, for anything that would read a body whole.
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(MUTATE_PATH, handlers.mutate)
     app.router.add_post(VALIDATE_PATH, handlers.validate)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import http.client
 import json
 import os
 import signal
@@ -360,6 +361,143 @@ def test_external_certificate_files_are_served_and_reloaded(
             process.wait(15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(params=["managed", "default-queue"])
+def scoped(request: pytest.FixtureRequest, control_plane: ControlPlane, webhook: Webhook) -> Iterator[tuple[str, str]]:
+    """A namespace of either managed scope (the webhook configurations differ) and its LocalQueue."""
+    labels, queue = (({"draq.io/managed": "true"}, "gpu") if request.param == "managed"
+                     else ({"draq.io/default-queue": "batch"}, "batch"))
+    ns = new_namespace(control_plane, labels)
+    _retry_apply(control_plane, local_queue(queue, ns, f"cq-{webhook.suffix}"))
+    yield ns, queue
+    control_plane.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def _create_gated(control_plane: ControlPlane, ns: str, name: str, queue: str) -> None:
+    result = create(control_plane, pod(name, {"draq.io/queue": queue}), "-n", ns)
+    assert result.returncode == 0, result.stderr
+    assert gates_of(json.loads(result.stdout)) == [GATE]
+
+
+def test_a_gated_pod_keeps_its_queue_label(control_plane: ControlPlane, scoped: tuple[str, str]) -> None:
+    """Step one of the bypass: the queue label of a pod that waits cannot be removed or changed."""
+    ns, queue = scoped
+    _create_gated(control_plane, ns, "waiting", queue)
+    for change, says in (("draq.io/queue-", "cannot be removed"), ("draq.io/queue=elsewhere", "cannot be changed")):
+        refused = control_plane.kubectl("label", "pod", "waiting", "-n", ns, "--overwrite", change, check=False)
+        assert refused.returncode != 0, change
+        assert f"label draq.io/queue {says}" in refused.stderr and f"LocalQueue '{queue}'" in refused.stderr
+    both = control_plane.kubectl("patch", "pod", "waiting", "-n", ns, "--type=json", "-p", json.dumps(
+        [{"op": "remove", "path": "/metadata/labels/draq.io~1queue"},
+         {"op": "remove", "path": "/spec/schedulingGates"}]), check=False)
+    assert both.returncode != 0 and "only draq" in both.stderr
+    current = get(control_plane, "pod", "waiting", "-n", ns)
+    assert current["metadata"]["labels"]["draq.io/queue"] == queue and gates_of(current) == [GATE]
+
+
+def test_the_gate_stays_on_a_pod_that_lost_its_queue_label(control_plane: ControlPlane,
+                                                            scoped: tuple[str, str]) -> None:
+    """Step two of the bypass: once the label is gone (here draq's own user removes it, as a pod left
+    over from before the first rule would be), the gate still cannot be removed by anyone else."""
+    ns, queue = scoped
+    _create_gated(control_plane, ns, "leftover", queue)
+    control_plane.kubectl("label", "pod", "leftover", "-n", ns, "draq.io/queue-", AS_DRAQ)
+    assert "draq.io/queue" not in get(control_plane, "pod", "leftover", "-n", ns)["metadata"]["labels"]
+    refused = control_plane.kubectl("patch", "pod", "leftover", "-n", ns, "--type=json",
+                                    "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]', check=False)
+    assert refused.returncode != 0
+    assert f"only draq ({DRAQ_USER}) removes the gate {GATE}" in refused.stderr and "names no queue" in refused.stderr
+    assert gates_of(get(control_plane, "pod", "leftover", "-n", ns)) == [GATE]
+
+
+def test_a_pod_gated_by_hand_keeps_the_gate(control_plane: ControlPlane, managed: str) -> None:
+    """A pod created with draq's gate and no queue label (no webhook sees its CREATE) keeps it too."""
+    by_hand = pod("by-hand")
+    by_hand["spec"]["schedulingGates"] = [{"name": GATE}]
+    result = create(control_plane, by_hand, "-n", managed)
+    assert result.returncode == 0, result.stderr
+    refused = control_plane.kubectl("patch", "pod", "by-hand", "-n", managed, "--type=json",
+                                    "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]', check=False)
+    assert refused.returncode != 0 and "only draq" in refused.stderr
+    control_plane.kubectl("patch", "pod", "by-hand", "-n", managed, "--type=json", AS_DRAQ,
+                          "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]')
+    assert gates_of(get(control_plane, "pod", "by-hand", "-n", managed)) == []
+
+
+def _forged_review(uid: str, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """A Pod CREATE review as anyone who reaches the webhook's port can write one."""
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": uid, "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
+        "namespace": namespace, "name": obj["metadata"].get("name", ""),
+        "userInfo": {"username": "mallory", "groups": ["system:authenticated"]},
+        "object": obj, "oldObject": None, "dryRun": False}}
+
+
+def _post(webhook: Webhook, ca_pem: str, path: str, document: dict[str, Any]) -> dict[str, Any]:
+    context = ssl.create_default_context(cadata=ca_pem)
+    connection = http.client.HTTPSConnection("127.0.0.1", webhook.port, context=context, timeout=10)
+    try:
+        connection.request("POST", path, body=json.dumps(document), headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 200
+        answer: dict[str, Any] = json.loads(response.read())
+        return answer
+    finally:
+        connection.close()
+
+
+def test_forged_reviews_change_nothing_draq_believes(control_plane: ControlPlane, webhook: Webhook) -> None:
+    """Reviews posted straight to the webhook's port, with namespaces and names that are API paths
+    (`team-a/configmaps/victim`), create nothing, cache nothing: a pod created afterwards in the real
+    managed namespace `victim` is gated."""
+    apply(control_plane, namespace("team-a", {}))
+    apply(control_plane, {"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "victim", "namespace": "team-a"},
+                          "data": {"note": "a forged namespace path would address this object"}})
+    ca_pem = base64.b64decode(get(control_plane, "secret", "draq-webhook-ca", "-n", "draq-system")
+                              ["data"]["ca.crt"]).decode()
+    namespaces_before = {n["metadata"]["name"] for n in get(control_plane, "namespaces")["items"]}
+    configmaps_before = {c["metadata"]["name"]: c["metadata"]["resourceVersion"]
+                         for c in get(control_plane, "configmaps", "-n", "team-a")["items"]}
+    hostile = "../../team-a/configmaps/victim"
+    path_like = pod("x", {"draq.io/queue": "gpu"})
+    in_victim = pod(hostile, {"draq.io/queue": hostile})
+    in_victim["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": hostile,
+                                                 "uid": str(uuid.uuid4()), "controller": True}]
+    forged = [(ns, path_like) for ns in ("team-a/configmaps/victim", "team-a%2Fconfigmaps%2Fvictim",
+                                         "victim/../team-a", "..", "victim?watch=true")]
+    forged += [("victim", in_victim), ("team-a", in_victim)]
+    try:
+        for index, (ns, obj) in enumerate(forged):
+            for path in ("/mutate", "/validate"):
+                uid = f"forged-{index}-{path[1:]}"
+                answer = _post(webhook, ca_pem, path, _forged_review(uid, ns, obj))["response"]
+                assert answer["uid"] == uid, (ns, answer)
+                assert "patch" not in answer, (ns, answer)  # nothing forged is ever gated or labelled
+                if ns not in ("victim", "team-a"):
+                    assert answer["allowed"] is False and answer["status"]["code"] == 400
+                    assert "not a namespace name" in answer["status"]["message"]
+        assert webhook.process.poll() is None and "Traceback" not in webhook.log.read_text(errors="replace")
+        assert {n["metadata"]["name"] for n in get(control_plane, "namespaces")["items"]} == namespaces_before
+        assert {c["metadata"]["name"]: c["metadata"]["resourceVersion"]
+                for c in get(control_plane, "configmaps", "-n", "team-a")["items"]} == configmaps_before
+
+        apply(control_plane, namespace("victim", {"draq.io/managed": "true"}))
+        wait_for_service_account(control_plane, "victim")
+        _retry_apply(control_plane, local_queue("gpu", "victim", f"cq-{webhook.suffix}"))
+        result = create(control_plane, pod("real", {"draq.io/queue": "gpu"}), "-n", "victim")
+        assert result.returncode == 0, result.stderr
+        created = json.loads(result.stdout)
+        assert gates_of(created) == [GATE]
+        assert created["metadata"]["labels"]["draq.io/pod-group"] == "real"
+        refused = control_plane.kubectl("patch", "pod", "real", "-n", "victim", "--type=json",
+                                        "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]', check=False)
+        assert refused.returncode != 0 and "only draq" in refused.stderr
+    finally:
+        control_plane.kubectl("delete", "namespace", "victim", "team-a", "--wait=false", "--ignore-not-found",
+                              check=False)
 
 
 def test_with_the_webhook_stopped_only_managed_pods_are_refused(

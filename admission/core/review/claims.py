@@ -78,14 +78,21 @@ def _selector_problem(request: AdmissionRequest, spec: ClaimSpec) -> str:
 def _charge(
     request: AdmissionRequest, model: ResourceClaim | ResourceClaimTemplate, lookups: Lookups
 ) -> tuple[ChargeResult, list[str]] | Decision:
-    units, unit_warnings = _compiled_units(lookups)
-    classes = {s.device_class_name for r in model.spec.requests for s in r.alternatives}
+    """The charge in every unit the webhook can compute, and warnings for the others.
+
+    The webhook has no device inventory (no ResourceSlice cache): a unit that counts devices only by
+    class and number is charged here; one that needs to look at the devices (capacity, counters,
+    weights, a unit selector, `allocationMode: All`) is charged by the operator at admission.
+    """
+    units, warnings = _compiled_units(lookups)
+    classes = sorted({s.device_class_name for r in model.spec.requests for s in r.alternatives})
     device_classes = []
-    for name in sorted(classes):
+    for name in classes:
         manifest = lookups.device_class(name)
         parsed = _parse_or_none(manifest) if manifest is not None else None
         if isinstance(parsed, DeviceClass):
             device_classes.append(parsed)
+    absent = [name for name in classes if name not in {c.name for c in device_classes}]
     entry: dict[str, str] = {"name": "claim"}
     if isinstance(model, ResourceClaim):
         entry["resourceClaimName"] = model.name
@@ -94,14 +101,42 @@ def _charge(
         entry["resourceClaimTemplateName"] = model.name
         group = GroupObjects((_probe_pod(request.namespace, entry),),
                              templates={f"{model.namespace}/{model.name}": model})
+    inventory = Inventory.of(device_classes, {})
     try:
-        charged = charge_group(group, units, Inventory.of(device_classes, {}), device_selected)
+        return charge_group(group, units, inventory, device_selected), warnings
     except Unchargeable as err:
-        text = str(err).replace(f"pod {request.namespace}/{_CLAIM_PROBE_POD} claim claim", request.describe())
         if err.permanent:
+            text = _in_terms_of(request, err)
             return Decision.deny(f"{request.describe()}: draq cannot compute its charge: {text}", "Invalid", 422)
-        return Decision.allow(warnings=[f"the charge is not known yet: {text}", *unit_warnings])
-    return charged, unit_warnings
+    # Some unit needs what the webhook does not have: find which, and charge the others.
+    known: list[CompiledUnit] = []
+    at_admission: list[str] = []
+    for unit in units:
+        try:
+            charge_group(group, [unit], inventory, device_selected)
+        except Unchargeable as err:
+            if any(unit.unit.counts_class(name) for name in absent):
+                text = f"the charge is not known yet: {_in_terms_of(request, err)}"
+                warnings.extend([text] if text not in warnings else [])
+            else:
+                at_admission.append(unit.unit.name)
+            continue
+        known.append(unit)
+    if at_admission:
+        units_named = f"QuotaUnit{'s' if len(at_admission) > 1 else ''} {', '.join(at_admission)}"
+        warnings.append(
+            f"{request.describe()}: its charge in {units_named} depends on which devices are allocated, and "
+            "the webhook does not see devices, so draq computes that charge at admission, against the "
+            "cluster's devices (the pods that use it stay gated until their group fits)")
+    try:
+        return charge_group(group, known, inventory, device_selected), warnings
+    except Unchargeable as err:
+        return Decision.allow(warnings=[*warnings, f"the charge is not known yet: {_in_terms_of(request, err)}"])
+
+
+def _in_terms_of(request: AdmissionRequest, err: Unchargeable) -> str:
+    """The charging error about the probe pod, retold about the object under review."""
+    return str(err).replace(f"pod {request.namespace}/{_CLAIM_PROBE_POD} claim claim", request.describe())
 
 
 def _probe_pod(namespace: str, entry: Mapping[str, str]) -> Pod:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,6 +17,9 @@ from typing import Any, Literal
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+# A namespace name is a DNS-1123 label; the API server never sends another (an object must be in an
+# existing namespace to be reviewed).
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 JsonObject = Mapping[str, Any]
 
@@ -131,6 +135,10 @@ def parse_review(document: object) -> AdmissionRequest:
     operation = _string(request, "operation")
     if operation not in OPERATIONS:
         raise MalformedReview(f"field request.operation is {operation!r}, not one of {sorted(OPERATIONS)}")
+    namespace = _string(request, "namespace")
+    if namespace and not _NAMESPACE.match(namespace):
+        raise MalformedReview(f"field request.namespace is {_abridged(namespace)}, which is not a namespace name "
+                              "(a DNS-1123 label: lowercase letters, digits and '-', at most 63 characters)")
     user = request.get("userInfo")
     user = user if isinstance(user, Mapping) else {}
     groups = user.get("groups")
@@ -140,7 +148,7 @@ def parse_review(document: object) -> AdmissionRequest:
         resource=_resource(request.get("resource")),
         sub_resource=_string(request, "subResource"),
         operation=operation,
-        namespace=_string(request, "namespace"),
+        namespace=namespace,
         name=_string(request, "name"),
         username=_string(user, "username"),
         user_groups=tuple(g for g in groups if isinstance(g, str)) if isinstance(groups, list) else (),
@@ -157,6 +165,66 @@ def request_uid(document: object) -> str:
         if isinstance(request, Mapping) and isinstance(request.get("uid"), str):
             return str(request["uid"])
     return ""
+
+
+# One JSON token after optional whitespace: a complete string, a structural character, or a bare
+# scalar (number, true, false, null). Possessive, so a cut-off string fails in linear time.
+_JSON_TOKEN = re.compile(
+    rb'[ \t\r\n]*+(?:(?P<string>"(?:[^"\\]|\\.)*+")|(?P<mark>[{}\[\],:])|(?P<scalar>[^\s{}\[\],:"]++))')
+
+
+@dataclass(slots=True)
+class _Level:
+    """An open object or array while scanning: its key in its parent, and for an object the key read last."""
+
+    is_object: bool
+    under: str | None
+    key: str | None = None
+    wants_key: bool = True
+
+
+def uid_from_prefix(prefix: bytes) -> str:
+    """`request.uid` read from the beginning of a body that was not (or could not be) parsed whole.
+
+    For a body too large to accept: the webhook reads only its beginning and answers with this uid,
+    so the API server can match the denial to its request. The API server writes the uid first in
+    `request`, so a few hundred bytes hold it. A scan of JSON tokens, not a parser: it stops at the
+    first token that is cut off or not JSON, and returns "" when the uid was not found before that.
+    """
+    levels: list[_Level] = []
+    position = 0
+    while (match := _JSON_TOKEN.match(prefix, position)) is not None and match.end() > position:
+        position = match.end()
+        mark, string = match.group("mark"), match.group("string")
+        top = levels[-1] if levels else None
+        if mark in (b"{", b"["):
+            levels.append(_Level(mark == b"{", top.key if top is not None and top.is_object else None))
+        elif mark in (b"}", b"]"):
+            if not levels:
+                return ""
+            levels.pop()
+        elif mark == b",":
+            if top is not None and top.is_object:
+                top.key, top.wants_key = None, True
+        elif mark == b":":
+            if top is not None:
+                top.wants_key = False
+        elif string is not None and top is not None:
+            text = _json_string(string)
+            if top.is_object and top.wants_key:
+                top.key = text
+            elif (text and len(levels) == 2 and levels[0].is_object and top.is_object
+                  and top.under == "request" and top.key == "uid"):
+                return text
+    return ""
+
+
+def _json_string(token: bytes) -> str | None:
+    try:
+        decoded = json.loads(token)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return decoded if isinstance(decoded, str) else None
 
 
 def render_response(uid: str, decision: Decision) -> dict[str, Any]:
@@ -215,6 +283,10 @@ def _resource(value: object) -> str:
     if not isinstance(resource, str):
         raise MalformedReview("field request.resource.resource is not a string")
     return resource
+
+
+def _abridged(value: str, limit: int = 80) -> str:
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}... ({len(value)} characters)"
 
 
 def _generate_name(obj: JsonObject | None) -> str:

@@ -17,7 +17,13 @@ def validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPoli
         return _validate_pod_update(request, lookups, policy)
     namespace_labels = lookups.namespace_labels(request.namespace)
     if namespace_labels is None:
-        return Decision.allow(missing=[ObjectRef("Namespace", "", request.namespace)])
+        # The API server only sends pods of namespaces that exist: draq's view is behind (and a second
+        # look did not find it either). Refuse rather than let a pod through that may need the gate.
+        return Decision.deny(
+            f"{request.describe()}: namespace {request.namespace!r} is not known to draq yet, so draq "
+            "cannot tell whether the pod must wait for a queue; create the pod again in a moment",
+            "Forbidden", 403, missing=[ObjectRef("Namespace", "", request.namespace)],
+        )
     queue = pod_queue(request.object, namespace_labels)
     if queue is None:
         return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))

@@ -14,6 +14,8 @@ from admission.core.errors import InvalidInput
 from admission.core.review import selector_matches
 from admission.webhook.configurations import WebhookTarget, configurations
 
+from .match_conditions import sent
+
 TARGET = WebhookTarget(url="https://127.0.0.1:9443")
 
 
@@ -26,8 +28,8 @@ def namespace_labels(name: str, **labels: str) -> dict[str, str]:
 
 
 def called_for(webhook: dict[str, Any], ns_labels: dict[str, str], pod_labels: dict[str, str]) -> bool:
-    return selector_matches(webhook["namespaceSelector"], ns_labels) and \
-        selector_matches(webhook["objectSelector"], pod_labels)
+    """A pod CREATE: selectors and match conditions."""
+    return sent(webhook, ns_labels, "CREATE", {"metadata": {"labels": pod_labels}})
 
 
 def pod_webhooks(kind: str) -> list[dict[str, Any]]:

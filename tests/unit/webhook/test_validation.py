@@ -108,13 +108,13 @@ def test_other_label_changes_of_an_admitted_pod_are_fine() -> None:
     assert check(POD, _ungated({**GATED, "app": "x"}), operation="UPDATE", old=_ungated()).allowed
 
 
-def test_gated_pod_may_move_to_an_existing_queue_only() -> None:
+def test_gated_pod_keeps_its_queue_even_for_an_existing_one() -> None:
     old = pod("x", labels=GATED, gates=[GATE])
     lookups = cluster().with_queue("team-a", "cpu")
     moved = pod("x", labels={**GATED, QUEUE_LABEL: "cpu"}, gates=[GATE])
-    assert check(POD, moved, lookups, operation="UPDATE", old=old).allowed
-    lost = pod("x", labels={**GATED, QUEUE_LABEL: "nope"}, gates=[GATE])
-    assert not check(POD, lost, lookups, operation="UPDATE", old=old).allowed
+    decision = check(POD, moved, lookups, operation="UPDATE", old=old)
+    assert not decision.allowed and "cannot be changed to 'cpu'" in decision.message
+    assert "delete the pod and create it again" in decision.message
 
 
 def test_updates_of_unmanaged_pods_pass() -> None:
