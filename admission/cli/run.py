@@ -29,6 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="run cycles without holding the Lease (only with a single replica)")
     parser.add_argument("--debounce", type=float, default=0.15, metavar="SECONDS",
                         help="quiet time after a change before a cycle runs (default 0.15)")
+    parser.add_argument("--bind-timeout", type=int, default=300, metavar="SECONDS",
+                        help="evict and requeue an admitted group whose members are not all bound within this "
+                             "time (default 300; a ClusterQueue's spec.bindTimeoutSeconds overrides it)")
     parser.add_argument("--no-webhook", action="store_true", help="run the operator only")
     parser.add_argument("--webhook-url", help="base URL the API server calls for the webhooks "
                         "(default: the Service draq-webhook in --namespace)")
@@ -45,9 +48,12 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
             raise InvalidInput("draq run", "--kubernetes-version", str(err)) from None
     if args.debounce < 0:
         raise InvalidInput("draq run", "--debounce", f"{args.debounce} is negative")
+    if args.bind_timeout < 10:
+        raise InvalidInput("draq run", "--bind-timeout", f"{args.bind_timeout} is too short: at least 10 seconds")
     return OperatorSettings(kubeconfig=args.kubeconfig, context=args.context,
                             kubernetes_version=args.kubernetes_version, debounce_seconds=args.debounce,
-                            leader_election=not args.no_leader_election, lease_namespace=args.namespace)
+                            leader_election=not args.no_leader_election, lease_namespace=args.namespace,
+                            bind_timeout_seconds=args.bind_timeout)
 
 
 def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:

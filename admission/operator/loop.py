@@ -36,6 +36,7 @@ from admission.core.quota import Phase, QueueState, cluster_queue_status, device
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.cache import OperatorCache
+from admission.operator.eviction import Evictor
 from admission.operator.leader import LeaderElector
 from admission.operator.reading import CacheReader, Reading
 from admission.operator.settings import OperatorSettings
@@ -50,8 +51,9 @@ class Operator:
         self.api: Client = api or KubeApi(load_credentials(settings.kubeconfig, settings.context))
         self.clock = clock
         self.cache = OperatorCache(self.api, clock)
-        self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version))
+        self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version), clock)
         self.writer = Writer(self.api, self.cache, clock)
+        self.evictor = Evictor(self.writer, settings.bind_timeout_seconds)
         self.gates = self.reader.gates
         self.identity = settings.identity or f"{socket.gethostname()}-{os.getpid()}"
         self.elector: LeaderElector | None = None
@@ -100,8 +102,12 @@ class Operator:
         """One full pass; safe to repeat (every write is conditional on what it finds)."""
         started = self.clock.monotonic()
         reading = self.reader.read()
+        now = self.clock.now()
         changed = await self._finish_releases(reading)
         changed |= await self._advance_phases(reading)
+        changed |= await self.evictor.finish_evictions(reading)
+        changed |= await self.evictor.evict_overdue(reading, now)
+        changed |= await self.evictor.resume_due(reading, now)
         if changed:
             reading = self.reader.read()
         if not reading.usage_current:

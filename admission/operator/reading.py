@@ -23,6 +23,7 @@ from admission.core.quota import (
     parse_pod_group,
     parse_quota_unit,
 )
+from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.cache import OperatorCache
 
 log = logging.getLogger(__name__)
@@ -44,9 +45,10 @@ class Reading:
 class CacheReader:
     """Parses the cache; objects that do not parse are skipped with one warning each (per version)."""
 
-    def __init__(self, cache: OperatorCache, gates: FeatureGates) -> None:
+    def __init__(self, cache: OperatorCache, gates: FeatureGates, clock: Clock = SYSTEM_CLOCK) -> None:
         self.cache = cache
         self.gates = gates
+        self.clock = clock
         self._warned: set[tuple[str, str]] = set()
         self._last_good: QueueState | None = None
 
@@ -71,7 +73,7 @@ class CacheReader:
         state, current = self._state(queues, groups)
         snapshot = Snapshot.from_models(models)
         cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
-                           promised_devices(groups, snapshot.claims), labels)
+                           promised_devices(groups, snapshot.claims), labels, self.clock.now())
         return Reading(cycle, queues, manifests, current)
 
     def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...]) -> tuple[QueueState, bool]:

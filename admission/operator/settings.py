@@ -22,3 +22,6 @@ class OperatorSettings:
     lease_name: str = "draq-operator"
     lease_seconds: float = 15.0
     identity: str = ""  # default: hostname and process id
+    # An admitted group not all bound within this many seconds is evicted and requeued (a ClusterQueue's
+    # spec.bindTimeoutSeconds overrides it).
+    bind_timeout_seconds: int = 300

@@ -103,6 +103,27 @@ class Writer:
             return True
         raise KubeApiError("PATCH", f"pod {namespace}/{name}", 409, "scheduling gates kept changing")
 
+    async def delete_pod(self, namespace: str, name: str) -> bool:
+        """Delete a member of an evicted group; False when it was already gone."""
+        try:
+            await self.api.delete(kinds.PODS.object_path(namespace, name))
+        except KubeApiError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    async def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
+        """Suspend a Job (its controller removes the running pods without counting failures) or resume
+        it; False when the Job is gone."""
+        try:
+            await self.api.merge_patch(kinds.JOBS.object_path(namespace, name), {"spec": {"suspend": suspend}})
+        except KubeApiError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
     async def _reread(self, path: str) -> dict[str, Any] | None:
         try:
             return await self.api.get(path)

@@ -16,6 +16,7 @@ from admission.core.cycle.decide import (
     charging_inventory,
     run_cycle,
 )
+from admission.core.cycle.eviction import DEFAULT_BIND_TIMEOUT, Evict, due_for_requeue, evicted_status, overdue
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
 from admission.core.cycle.progress import (
@@ -37,10 +38,12 @@ from admission.core.cycle.status import (
 )
 
 __all__ = [
+    "DEFAULT_BIND_TIMEOUT",
     "TERMINAL_PHASES",
     "Admit",
     "CycleInput",
     "CycleResult",
+    "Evict",
     "GroupDecision",
     "GroupView",
     "PendingCounts",
@@ -51,8 +54,11 @@ __all__ = [
     "admitted_status",
     "charging_inventory",
     "collect_groups",
+    "due_for_requeue",
+    "evicted_status",
     "is_managed",
     "next_phase",
+    "overdue",
     "pending_counts",
     "pending_status",
     "phase_change",

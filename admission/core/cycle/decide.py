@@ -9,6 +9,7 @@ and charge are taken before the next group is considered; a group is admitted wh
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -16,6 +17,7 @@ from enum import StrEnum
 from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.plans import recorded_plan
+from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, Device
@@ -47,6 +49,7 @@ class WaitReason(StrEnum):
     UNCHARGEABLE = "Unchargeable"
     BLOCKED = "BlockedByStrictFIFO"
     NO_UNIT = "QuotaUnitMissing"
+    BACKOFF = "EvictedBackoff"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,7 @@ class CycleInput:
     matches: SelectionFilter
     promised: tuple[AllocationResult, ...] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None  # None: do not check selectors
+    now: dt.datetime | None = None  # None: evicted groups are not held back by their backoff
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +169,11 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
     if labels is not None and not selector.matches(labels):
         return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
                     f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
+    retry = in_backoff(group, cycle.now) if cycle.now is not None else None
+    if retry is not None:
+        return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
+                    f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
+                    local.cluster_queue)
     present = len(group.pods)
     if present < group.min_member:
         return Wait(group.key, WaitReason.INCOMPLETE, f"{present} of {group.min_member} members exist; "

@@ -17,6 +17,7 @@ class ObjectMeta:
     annotations: Mapping[str, str] = field(default_factory=dict)
     creation_timestamp: str = ""
     generation: int = 0
+    controller: tuple[str, str] | None = None  # (kind, name) of the owner reference with controller: true
 
     @property
     def key(self) -> str:
@@ -67,4 +68,12 @@ def parse_meta(obj: str, manifest: Fields, *, namespaced: bool, default_namespac
         annotations=meta.str_map("annotations"),
         creation_timestamp=str(timestamp) if timestamp is not None else "",
         generation=meta.int("generation"),
+        controller=_controller(meta),
     )
+
+
+def _controller(meta: Fields) -> tuple[str, str] | None:
+    for owner in meta.maps("ownerReferences"):
+        if owner.bool("controller"):
+            return owner.str("kind"), owner.str("name")
+    return None

@@ -47,6 +47,9 @@ class PodGroup:
     cluster_queue: str = ""
     admitted_at: str = ""
     plan: RecordedPlan = field(default_factory=RecordedPlan)
+    evictions: int = 0  # times the group was evicted for not being bound in time
+    requeue_at: str = ""  # RFC 3339: an evicted group is not admitted again before this
+    suspended_jobs: tuple[str, ...] = ()  # Jobs draq suspended at eviction, resumed at requeue_at
 
     @property
     def key(self) -> str:
@@ -84,7 +87,8 @@ def parse_pod_group(manifest: Mapping[str, Any], default_namespace: str = "defau
         min_member=min_member, queue=spec.str("queue", required=True), priority=spec.int("priority"),
         phase=Phase(phase), charge=Amounts.of(charge), borrowed=Amounts.of(borrowed),
         cluster_queue=status.str("clusterQueue"), admitted_at=status.str("admittedAt"),
-        plan=RecordedPlan(nodes, claims))
+        plan=RecordedPlan(nodes, claims), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),
+        suspended_jobs=status.str_list("suspendedJobs"))
 
 
 def charge_status(charge: Amounts, borrowed: Amounts = NONE) -> list[dict[str, str]]:

@@ -68,6 +68,8 @@ class ClusterQueue:
     cohort: str | None = None
     namespace_selector: LabelSelector = LabelSelector()
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    # How long an admitted group may take until every member is bound; None: the operator's default.
+    bind_timeout_seconds: int | None = None
 
     def quota(self, unit: str) -> UnitQuota | None:
         return next((q for q in self.quotas if q.unit == unit), None)
@@ -98,10 +100,13 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
     if strategy not in {s.value for s in QueueingStrategy}:
         raise spec.fail("queueingStrategy", f"unknown strategy {strategy!r}; expected BestEffortFIFO or "
                         "StrictFIFO")
+    timeout = spec.int("bindTimeoutSeconds") if spec.has("bindTimeoutSeconds") else None
+    if timeout is not None and timeout < 10:
+        raise spec.fail("bindTimeoutSeconds", f"{timeout} is too short: at least 10 seconds")
     return ClusterQueue(
         name=fields.map("metadata").str("name", required=True), quotas=tuple(quotas), cohort=cohort,
         namespace_selector=parse_label_selector(spec.map("namespaceSelector")),
-        strategy=QueueingStrategy(strategy))
+        strategy=QueueingStrategy(strategy), bind_timeout_seconds=timeout)
 
 
 def _unit_quota(entry: Fields, cohort: str | None) -> UnitQuota:

@@ -1,0 +1,91 @@
+"""Evicting groups that were admitted but not bound in time, and requeueing them.
+
+The record comes first (PodGroup phase Evicted, charge and plan cleared, `requeueAt`), then the
+members go: Jobs are suspended (their controller removes the pods without counting failures, and
+draq resumes them once the backoff has passed, when the new pods are gated and queued again); other
+members are deleted. A pass that finds an Evicted group with members still running finishes the
+eviction, so a crash in between loses nothing and charges nothing twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from admission.core.cycle import GroupView, due_for_requeue, evicted_status, overdue
+from admission.core.models import Pod
+from admission.core.quota import Phase
+from admission.kube.client import KubeApiError
+from admission.operator.reading import Reading
+from admission.operator.writer import Writer
+
+log = logging.getLogger(__name__)
+TERMINATED = ("Succeeded", "Failed")
+
+
+def _job_of(pod: Pod) -> str | None:
+    controller = pod.meta.controller
+    return controller[1] if controller is not None and controller[0] == "Job" else None
+
+
+def _still_running(group: GroupView) -> list[Pod]:
+    return [p for p in group.pods if not p.scheduling_gates and p.phase not in TERMINATED]
+
+
+class Evictor:
+    def __init__(self, writer: Writer, default_timeout: int) -> None:
+        self.writer = writer
+        self.default_timeout = default_timeout
+
+    async def evict_overdue(self, reading: Reading, now: dt.datetime) -> bool:
+        queues = {q.name: q for q in reading.cluster_queues}
+        groups = {g.key: g for g in reading.cycle.groups}
+        changed = False
+        for evict in overdue(reading.cycle.groups, queues, now, self.default_timeout):
+            group = groups[evict.group]
+            jobs = sorted({job for p in group.pods if (job := _job_of(p)) is not None})
+            manifest = reading.manifests.get(f"PodGroup {group.key}") or {}
+            version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
+            try:
+                written = await self.writer.pod_group_status(
+                    group.namespace, group.name, evicted_status(evict, len(group.pods), now, jobs), version)
+            except KubeApiError as err:
+                log.warning("evicting %s: %s; deciding again on the next pass", group.key, err)
+                continue
+            log.warning("evicted %s: %s", group.key, evict.message)
+            await self.writer.event(written, "Evicted", evict.message, warning=True)
+            await self._remove_members(group, jobs)
+            changed = True
+        return changed
+
+    async def finish_evictions(self, reading: Reading) -> bool:
+        """Evicted groups whose members are still there (a crash after the record): remove them now."""
+        changed = False
+        for group in reading.cycle.groups:
+            pod_group = group.pod_group
+            if pod_group is None or pod_group.phase is not Phase.EVICTED or not _still_running(group):
+                continue
+            log.info("finishing the eviction of %s", group.key)
+            await self._remove_members(group, list(pod_group.suspended_jobs))
+            changed = True
+        return changed
+
+    async def resume_due(self, reading: Reading, now: dt.datetime) -> bool:
+        """Resume the Jobs of evicted groups whose backoff has passed; their new pods queue again."""
+        changed = False
+        for group in due_for_requeue(reading.cycle.groups, now):
+            assert group.pod_group is not None
+            for job in group.pod_group.suspended_jobs:
+                await self.writer.suspend_job(group.namespace, job, False)
+            written = await self.writer.pod_group_status(group.namespace, group.name, {"suspendedJobs": None})
+            await self.writer.event(written, "Requeued", "backoff over: resumed Job(s) "
+                                    + ", ".join(group.pod_group.suspended_jobs))
+            changed = True
+        return changed
+
+    async def _remove_members(self, group: GroupView, jobs: list[str]) -> None:
+        for job in jobs:
+            await self.writer.suspend_job(group.namespace, job, True)
+        for pod in _still_running(group) + [p for p in group.pods if p.scheduling_gates]:
+            if _job_of(pod) not in jobs:
+                await self.writer.delete_pod(group.namespace, pod.name)
