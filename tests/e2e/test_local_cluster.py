@@ -72,7 +72,9 @@ def test_gated_pod_waits_until_its_gate_is_removed(
         conditions = core.read_namespaced_pod("gated", namespace).status.conditions or []
         return next((c for c in conditions if c.type == "PodScheduled"), None)
 
-    condition = until("the PodScheduled condition", scheduled_condition)
+    # Wait for the gated verdict itself, not whichever PodScheduled condition shows up first.
+    condition = until("the PodScheduled condition False with reason SchedulingGated", scheduled_condition,
+                      accept=lambda c: (c.status, c.reason) == ("False", "SchedulingGated"))
     assert (condition.status, condition.reason) == ("False", "SchedulingGated")
     [claim] = until("the template claim to be created", lambda: claims_of(api, namespace))
     assert "allocation" not in claim.get("status", {})

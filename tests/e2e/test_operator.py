@@ -130,6 +130,12 @@ def pod_group(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
         raise
 
 
+def admitted_reason(group: dict[str, Any]) -> str | None:
+    """The reason of the PodGroup's Admitted condition, if it has one yet."""
+    conditions = (group.get("status") or {}).get("conditions") or []
+    return next((c.get("reason") for c in conditions if c.get("type") == "Admitted"), None)
+
+
 def gated(api: Any, namespace: str, name: str) -> bool:
     pod = client.CoreV1Api(api).read_namespaced_pod(name, namespace)
     return GATE in [g.name for g in pod.spec.scheduling_gates or []]
@@ -162,12 +168,15 @@ def test_gang_that_fits_is_released_together_and_bound(
     assert {p["name"]: p["node"] for p in group["status"]["plan"]["pods"]} == dict(zip(members, nodes, strict=True))
     until("the PodGroup to be Running", lambda: (pod_group(api, namespace, "train") or {})
           .get("status", {}).get("phase") == "Running", timeout=30)
-    def usage_row() -> str | None:
-        row = control_plane.kubectl("get", "clusterqueues", cq, "--no-headers").stdout
-        return row if f"gpus-{unique} 8/16" in row else None
 
-    row = until("kubectl get clusterqueues to show the usage", usage_row, timeout=30)
-    assert row.split()[-3:-1] == ["0", "1"]  # pending, admitted
+    def usage_row() -> str:
+        row: str = control_plane.kubectl("get", "clusterqueues", cq, "--no-headers").stdout
+        return row
+
+    # Usage and counts are asserted together: wait until the row shows both, whichever is written first.
+    row = until("kubectl get clusterqueues to show usage 8/16, 0 pending and 1 admitted", usage_row,
+                accept=lambda r: f"gpus-{unique} 8/16" in r and r.split()[-3:-1] == ["0", "1"], timeout=30)
+    assert f"gpus-{unique} 8/16" in row and row.split()[-3:-1] == ["0", "1"]  # usage, pending, admitted
 
 
 def test_gang_over_quota_stays_gated_with_a_reason(
@@ -177,8 +186,9 @@ def test_gang_over_quota_stays_gated_with_a_reason(
     cq = queues(control_plane, namespace, unique, gpus=4)
     members = gang(control_plane, namespace, "big", nodes, gpus_each=4)
 
-    group = until("the PodGroup to say why it waits", lambda: (g := pod_group(api, namespace, "big"))
-                  and g.get("status", {}).get("message") and g, timeout=30)
+    # The first message may still be "1 of 2 members exist": wait for the quota verdict itself.
+    group = until("the PodGroup to wait with reason QuotaExceeded", lambda: pod_group(api, namespace, "big"),
+                  accept=lambda g: admitted_reason(g) == "QuotaExceeded", timeout=30)
     status = group["status"]
     assert status["phase"] == "Pending"
     assert f"gpus-{unique}" in status["message"] and "8" in status["message"] and "4" in status["message"]
@@ -189,9 +199,15 @@ def test_gang_over_quota_stays_gated_with_a_reason(
         e for e in client.CoreV1Api(api).list_namespaced_event(namespace).items
         if e.involved_object.name == "big" and e.reason == "QuotaExceeded"], timeout=30)
     assert events[0].type == "Warning"
-    pending = until("the ClusterQueue to count the pending group", lambda: client.CustomObjectsApi(api)
-                    .get_cluster_custom_object("draq.io", "v1alpha1", "clusterqueues", cq)
-                    .get("status", {}).get("pendingGroups"), timeout=30)
+
+    def pending_groups() -> int | None:
+        queue: dict[str, Any] = client.CustomObjectsApi(api).get_cluster_custom_object(
+            "draq.io", "v1alpha1", "clusterqueues", cq)
+        count: int | None = queue.get("status", {}).get("pendingGroups")
+        return count
+
+    pending = until("the ClusterQueue to count exactly 1 pending group", pending_groups,
+                    accept=lambda n: n == 1, timeout=30)
     assert pending == 1
 
 

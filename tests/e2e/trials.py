@@ -32,20 +32,27 @@ def create_cluster_objects(api: client.ApiClient, manifests: list[dict[str, Any]
 
 
 def submit(api: client.ApiClient, namespace: str, trial: Trial) -> None:
-    """Create the trial's node, slices, held claims (with their allocation) and finally the pod."""
+    """Create the trial's held claims (with their allocation), node, slices, and finally the pod.
+
+    The held claims come first: a binding is final, so the scheduler must not see the node and its
+    devices before the claims that hold some of them (its caches of each kind fill independently).
+    """
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    node = {k: v for k, v in trial.node.items() if k != "status"}
-    core.create_node(node)
-    core.patch_node_status(trial.node_name, {"status": trial.node["status"]})
-    create_cluster_objects(api, trial.slices)
     for held in trial.in_use:
         body = {k: v for k, v in held.items() if k != "status"}
         custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", body)
         custom.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, "resourceclaims",
                                                      held["metadata"]["name"], {"status": held["status"]})
+    node = {k: v for k, v in trial.node.items() if k != "status"}
+    core.create_node(node)
+    core.patch_node_status(trial.node_name, {"status": trial.node["status"]})
+    create_cluster_objects(api, trial.slices)
     for claim in trial.claims:
         custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", claim)
     core.create_namespaced_pod(namespace, trial.pod)
+
+
+NODE_SELECTOR_MISMATCH = "didn't match Pod's node affinity/selector"
 
 
 def verdict_of(pod: Any) -> Verdict:
@@ -54,26 +61,69 @@ def verdict_of(pod: Any) -> Verdict:
     for condition in pod.status.conditions or []:
         if condition.type == "PodScheduled" and condition.status == "False" and condition.reason:
             if condition.reason == "Unschedulable":
+                if _node_not_seen(condition.message or ""):
+                    return Verdict("pending", "the scheduler does not know the trial's node yet")
                 return Verdict("unschedulable", condition.message or "")
             if condition.reason != "SchedulingGated":
                 return Verdict("error", f"{condition.reason}: {condition.message}")
     return Verdict("pending")
 
 
-def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeout: float = 60) -> dict[str, Verdict]:
+def _node_not_seen(message: str) -> bool:
+    """True for "0/N nodes are available: N node(s) didn't match Pod's node affinity/selector.": every node
+    failed the pod's node selector, so the scheduler's cache did not hold the trial's node yet."""
+    if "nodes are available: " not in message:
+        return False
+    reasons = message.split("nodes are available: ", 1)[1].split(". preemption:", 1)[0].rstrip(".").split(", ")
+    return all(NODE_SELECTOR_MISMATCH in reason for reason in reasons)
+
+
+# How long an "unschedulable" or "error" answer must hold before it counts as the scheduler's verdict.
+SETTLE_SECONDS = 3.0
+
+
+def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeout: float = 60,
+                   settle: float = SETTLE_SECONDS) -> dict[str, Verdict]:
+    """The scheduler's final verdict on each pod.
+
+    Binding is final. "unschedulable" and "error" are not: the scheduler may answer before its caches
+    hold the trial's node, slices or claims, and tries again when they arrive (after a back-off of
+    about a second). So those count once the same outcome has held for `settle` seconds; taking the
+    first answer seen would compare draq with a state the scheduler was about to leave.
+    """
     core = client.CoreV1Api(api)
     verdicts: dict[str, Verdict] = {}
+    seen: dict[str, tuple[Verdict, float]] = {}  # not yet final: the current answer and since when
+    wanted = set(pods)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        now = time.monotonic()
         for pod in core.list_namespaced_pod(namespace).items:
-            if pod.metadata.name in pods and pod.metadata.name not in verdicts:
-                verdict = verdict_of(pod)
-                if verdict.outcome != "pending":
-                    verdicts[pod.metadata.name] = verdict
+            name = pod.metadata.name
+            if name not in wanted or name in verdicts:
+                continue
+            verdict = verdict_of(pod)
+            if verdict.outcome == "bound":
+                verdicts[name] = verdict
+            elif verdict.outcome == "pending":
+                seen.pop(name, None)
+            else:
+                previous = seen.get(name)
+                since = previous[1] if previous and previous[0].outcome == verdict.outcome else now
+                seen[name] = (verdict, since)
+                if now - since >= settle:
+                    verdicts[name] = verdict
         if len(verdicts) == len(pods):
             break
         time.sleep(0.2)
-    return {name: verdicts.get(name, Verdict("pending", "no verdict before the timeout")) for name in pods}
+    return {name: verdicts.get(name) or _unsettled(seen.get(name)) for name in pods}
+
+
+def _unsettled(last: tuple[Verdict, float] | None) -> Verdict:
+    if last is None:
+        return Verdict("pending", "no verdict before the timeout")
+    return Verdict("pending", f"no settled verdict before the timeout; last answer: {last[0].outcome} "
+                              f"({last[0].message})")
 
 
 def stored_objects(api: client.ApiClient, namespace: str, trial: Trial) -> list[dict[str, Any]]:
