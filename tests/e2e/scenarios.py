@@ -9,6 +9,7 @@ time (a CEL runtime error aborts scheduling instead of answering "does not fit")
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,19 @@ from admission.localcluster import profiles
 
 Manifest = dict[str, Any]
 NIC = "nic.example.com"
+
+# The scenarios are the same on every run, in CI and locally: the README's "zero disagreements" is for
+# this seed. DRAQ_DIFF_SEED picks others; a disagreement names its seed and trial.
+DEFAULT_SEED = 20261122
+
+
+def seed_from_environment() -> int:
+    """DRAQ_DIFF_SEED if set, else DEFAULT_SEED."""
+    text = os.environ.get("DRAQ_DIFF_SEED") or str(DEFAULT_SEED)
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"DRAQ_DIFF_SEED must be an integer, got {text!r}") from None
 
 # Extra classes beside the drivers' own; each selector is safe on every device of every driver.
 EXTRA_CLASSES: dict[str, str] = {

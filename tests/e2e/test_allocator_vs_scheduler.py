@@ -19,7 +19,7 @@ from admission.localcluster.controlplane import ALPHA_DRA_GATES, ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from tests.e2e import scenarios, trials
 
-SEED = int(os.environ.get("DRAQ_DIFF_SEED", "20261122"))
+SEED = scenarios.seed_from_environment()
 TRIALS = int(os.environ.get("DRAQ_DIFF_TRIALS", "300"))
 BATCH = 50
 
@@ -74,7 +74,7 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
                 disagreements.append(
                     f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
                     f"draq {outcome.status.value} ({outcome.message})\n{trial.describe()}")
-    print(f"\n{TRIALS} trials ({features}), scheduler verdicts: {tally}")
+    print(f"\n{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}")
     assert tally.get("pending", 0) == 0, "some pods got no verdict from the scheduler in time"
     assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
     headlines = "\n".join(d.splitlines()[0] for d in disagreements)
