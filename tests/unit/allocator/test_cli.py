@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from admission.cli.main import main
-from tests.unit.allocator.builders import DRIVER, claim, device_class, gpus, holding, node, request
+from tests.support.builders import DRIVER, claim, device_class, exactly, holding, node
+from tests.unit.allocator.builders import gpus
 
 
 def write(tmp_path: Path, *manifests: dict[str, Any]) -> str:
@@ -26,7 +27,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_json_answer_for_a_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 2), claim("c", request(count=2)))
+    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 2), claim("c", exactly(count=2)))
     code, out, _ = run(capsys, "-f", objects, "--node", "n1", "--claims", "c", "-o", "json")
     answer = json.loads(out)
     assert code == 0
@@ -36,7 +37,7 @@ def test_json_answer_for_a_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_text_answer_explains_a_no(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 2), claim("c", request(count=2)),
+    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 2), claim("c", exactly(count=2)),
                     claim("old", allocation=holding(f"{DRIVER}/n1/gpu-0")))
     code, out, _ = run(capsys, "-f", objects, "--node", "n1", "--claims", "default/c")
     assert code == 0
@@ -53,7 +54,7 @@ def test_an_allocator_error_is_an_answer(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_gates_and_version_flags_change_the_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 1), claim("c", request(adminAccess=True)))
+    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 1), claim("c", exactly(adminAccess=True)))
     base = ["-f", objects, "--node", "n1", "--claims", "c", "-o", "json"]
     assert json.loads(run(capsys, *base, "--kubernetes-version", "1.35")[1])["allocatable"] is True
     off = json.loads(run(capsys, *base, "--feature-gates", "DRAAdminAccess=false")[1])

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from admission.core.allocator import GangMember, place_gang
 from admission.core.models import AllocationResult, DeviceAllocation, ResourceClaim, parse_object
-from tests.unit.allocator.builders import DRIVER, allocator, claim, device_class, gpus, node, request
+from tests.support.builders import DRIVER, claim, device_class, exactly, node
+from tests.unit.allocator.builders import allocator, gpus
 
 
 def claim_model(name: str, count: int) -> ResourceClaim:
-    model = parse_object(claim(name, request(count=count)))
+    model = parse_object(claim(name, exactly(count=count)))
     assert isinstance(model, ResourceClaim)
     return model
 

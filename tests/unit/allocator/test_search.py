@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+from admission.core import features
 from admission.core.allocator import Status
-from admission.core.features import exactly
-from tests.unit.allocator.builders import (
+from tests.support.builders import (
     DRIVER,
-    allocator,
+    all_devices,
     claim,
     device,
     device_class,
-    devices_of,
-    gpus,
+    exactly,
+    first_available,
     holding,
     node,
-    request,
-    slice_,
+    resource_slice,
 )
+from tests.unit.allocator.builders import allocator, devices_of, gpus
 
 
 def claims_of(alloc, *names):  # type: ignore[no-untyped-def]
@@ -24,7 +24,7 @@ def claims_of(alloc, *names):  # type: ignore[no-untyped-def]
 
 
 def test_first_fit_takes_devices_in_slice_order() -> None:
-    alloc = allocator(node("n1"), device_class(), gpus("n1", 4), claim("c", request(count=2)))
+    alloc = allocator(node("n1"), device_class(), gpus("n1", 4), claim("c", exactly(count=2)))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.status is Status.ALLOCATED
     assert devices_of(outcome, "default/c") == {"gpu": [f"{DRIVER}/n1/gpu-0", f"{DRIVER}/n1/gpu-1"]}
@@ -32,18 +32,18 @@ def test_first_fit_takes_devices_in_slice_order() -> None:
 
 
 def test_devices_held_by_allocated_claims_are_not_handed_out_again() -> None:
-    alloc = allocator(node("n1"), device_class(), gpus("n1", 2), claim("c", request(count=1)),
+    alloc = allocator(node("n1"), device_class(), gpus("n1", 2), claim("c", exactly(count=1)),
                       claim("old", allocation=holding(f"{DRIVER}/n1/gpu-0")))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert devices_of(outcome, "default/c") == {"gpu": [f"{DRIVER}/n1/gpu-1"]}
-    two = allocator(node("n1"), device_class(), gpus("n1", 2), claim("c", request(count=2)),
+    two = allocator(node("n1"), device_class(), gpus("n1", 2), claim("c", exactly(count=2)),
                     claim("old", allocation=holding(f"{DRIVER}/n1/gpu-0")))
     assert two.allocate("n1", claims_of(two, "c")).status is Status.UNFIT
 
 
 def test_claims_allocated_together_do_not_share_devices() -> None:
-    alloc = allocator(node("n1"), device_class(), gpus("n1", 3), claim("a", request(count=2)),
-                      claim("b", request(count=2)))
+    alloc = allocator(node("n1"), device_class(), gpus("n1", 3), claim("a", exactly(count=2)),
+                      claim("b", exactly(count=2)))
     assert alloc.allocate("n1", claims_of(alloc, "a")).allocatable
     assert alloc.allocate("n1", claims_of(alloc, "a", "b")).status is Status.UNFIT
 
@@ -55,12 +55,10 @@ def test_devices_of_other_nodes_are_invisible() -> None:
 
 
 def test_match_attribute_across_requests_backtracks_to_a_matching_pair() -> None:
-    devices = [device("gpu-0", model="A"), device("gpu-1", model="B"), device("gpu-2", model="B")]
-    alloc = allocator(node("n1"), device_class(), slice_("s", "n1", devices),
-                      claim("c", request("x", selectors=[{"cel": {"expression": f'device.attributes["{DRIVER}"]'
-                                                                   '.model == "A" || true'}}]),
-                            request("y", selectors=[{"cel": {"expression":
-                                                            f'device.attributes["{DRIVER}"].model == "B"'}}]),
+    devices = [device("gpu-0", {"model": "A"}), device("gpu-1", {"model": "B"}), device("gpu-2", {"model": "B"})]
+    alloc = allocator(node("n1"), device_class(), resource_slice("n1", *devices, name="s"),
+                      claim("c", exactly("x", selector=f'device.attributes["{DRIVER}"].model == "A" || true'),
+                            exactly("y", selector=f'device.attributes["{DRIVER}"].model == "B"'),
                             constraints=[{"matchAttribute": f"{DRIVER}/model"}]))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     # x first takes gpu-0 (model A); y finds no model A, so x moves on to gpu-1.
@@ -68,35 +66,33 @@ def test_match_attribute_across_requests_backtracks_to_a_matching_pair() -> None
 
 
 def test_distinct_attribute_needs_different_values() -> None:
-    devices = [device("gpu-0", numa=0), device("gpu-1", numa=0), device("gpu-2", numa=1)]
-    alloc = allocator(node("n1"), device_class(), slice_("s", "n1", devices),
-                      claim("c", request(count=2), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]))
+    devices = [device("gpu-0", {"numa": 0}), device("gpu-1", {"numa": 0}), device("gpu-2", {"numa": 1})]
+    alloc = allocator(node("n1"), device_class(), resource_slice("n1", *devices, name="s"),
+                      claim("c", exactly(count=2), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert devices_of(outcome, "default/c") == {"gpu": [f"{DRIVER}/n1/gpu-0", f"{DRIVER}/n1/gpu-2"]}
 
 
 def test_first_available_takes_the_first_subrequest_that_completes_the_whole_search() -> None:
-    big = {"name": "big", "deviceClassName": "gpu", "count": 2}
-    small = {"name": "small", "deviceClassName": "gpu", "count": 1}
+    big, small = exactly("big", count=2), exactly("small", count=1)
     alloc = allocator(node("n1"), device_class(), gpus("n1", 3),
-                      claim("a", {"name": "r", "firstAvailable": [big, small]}), claim("b", request(count=2)),
-                      gates=exactly("1.36", ["DRAPrioritizedList"]))
+                      claim("a", first_available("r", big, small)), claim("b", exactly(count=2)),
+                      gates=features.exactly("1.36", ["DRAPrioritizedList"]))
     outcome = alloc.allocate("n1", claims_of(alloc, "a", "b"))
     assert devices_of(outcome, "default/a") == {"r/small": [f"{DRIVER}/n1/gpu-0"]}
     assert devices_of(outcome, "default/b") == {"gpu": [f"{DRIVER}/n1/gpu-1", f"{DRIVER}/n1/gpu-2"]}
 
 
 def test_first_available_needs_the_prioritized_list_gate() -> None:
-    sub = {"name": "s", "deviceClassName": "gpu"}
-    alloc = allocator(node("n1"), device_class(), gpus("n1", 1), claim("c", {"name": "r", "firstAvailable": [sub]}),
-                      gates=exactly("1.35", []))
+    alloc = allocator(node("n1"), device_class(), gpus("n1", 1), claim("c", first_available("r", exactly("s"))),
+                      gates=features.exactly("1.35", []))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.status is Status.ERROR
     assert "DRAPrioritizedList feature is disabled" in (outcome.message or "")
 
 
 def test_all_mode_fails_when_one_matching_device_is_in_use() -> None:
-    manifests = [node("n1"), device_class(), gpus("n1", 3), claim("c", request(allocationMode="All"))]
+    manifests = [node("n1"), device_class(), gpus("n1", 3), claim("c", all_devices())]
     free = allocator(*manifests)
     outcome = free.allocate("n1", claims_of(free, "c"))
     assert len(devices_of(outcome, "default/c")["gpu"]) == 3
@@ -105,17 +101,17 @@ def test_all_mode_fails_when_one_matching_device_is_in_use() -> None:
 
 
 def test_admin_access_may_use_devices_in_use_but_needs_the_gate() -> None:
-    manifests = [node("n1"), device_class(), gpus("n1", 1), claim("c", request(adminAccess=True)),
+    manifests = [node("n1"), device_class(), gpus("n1", 1), claim("c", exactly(adminAccess=True)),
                  claim("old", allocation=holding(f"{DRIVER}/n1/gpu-0"))]
-    on = allocator(*manifests, gates=exactly("1.36", ["DRAAdminAccess"]))
+    on = allocator(*manifests, gates=features.exactly("1.36", ["DRAAdminAccess"]))
     outcome = on.allocate("n1", claims_of(on, "c"))
     assert outcome.allocatable and outcome.allocations["default/c"].results[0].admin_access is True
-    off = allocator(*manifests, gates=exactly("1.36", []))
+    off = allocator(*manifests, gates=features.exactly("1.36", []))
     assert off.allocate("n1", claims_of(off, "c")).status is Status.ERROR
 
 
 def test_missing_device_class_reads_as_does_not_fit() -> None:
-    alloc = allocator(node("n1"), gpus("n1", 1), claim("c", request(cls="nope")))
+    alloc = allocator(node("n1"), gpus("n1", 1), claim("c", exactly(device_class="nope")))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.status is Status.UNFIT and outcome.missing_class == "nope"
 
@@ -134,38 +130,37 @@ def test_a_cel_runtime_error_is_a_hard_error() -> None:
 
 
 def test_incomplete_pool_hides_devices_and_makes_all_mode_an_error() -> None:
-    part = slice_("s1", "n1", [device("gpu-0")], pool="p", count=2)
+    part = resource_slice("n1", device("gpu-0"), name="s1", pool="p", count=2)
     exact = allocator(node("n1"), device_class(), part, claim("c"))
     assert exact.allocate("n1", claims_of(exact, "c")).status is Status.UNFIT
-    every = allocator(node("n1"), device_class(), part, claim("c", request(allocationMode="All")))
+    every = allocator(node("n1"), device_class(), part, claim("c", all_devices()))
     outcome = every.allocate("n1", claims_of(every, "c"))
     assert outcome.status is Status.ERROR and "is currently being updated" in (outcome.message or "")
 
 
 def test_newer_generation_replaces_older_slices() -> None:
-    old = slice_("old", "n1", [device("gpu-0"), device("gpu-1")], pool="p", generation=1)
-    new = slice_("new", "n1", [device("gpu-9")], pool="p", generation=2)
+    old = resource_slice("n1", device("gpu-0"), device("gpu-1"), name="old", pool="p", generation=1)
+    new = resource_slice("n1", device("gpu-9"), name="new", pool="p", generation=2)
     alloc = allocator(node("n1"), device_class(), old, new, claim("c"))
     assert devices_of(alloc.allocate("n1", claims_of(alloc, "c")), "default/c") == {"gpu": [f"{DRIVER}/p/gpu-9"]}
 
 
 def test_taints_block_unless_tolerated() -> None:
-    tainted = device("gpu-0")
-    tainted["taints"] = [{"key": "broken", "value": "yes", "effect": "NoSchedule"}]
-    gates = exactly("1.36", ["DRADeviceTaints"])
-    manifests = [node("n1"), device_class(), slice_("s", "n1", [tainted])]
+    tainted = device("gpu-0", taints=[{"key": "broken", "value": "yes", "effect": "NoSchedule"}])
+    gates = features.exactly("1.36", ["DRADeviceTaints"])
+    manifests = [node("n1"), device_class(), resource_slice("n1", tainted, name="s")]
     blocked = allocator(*manifests, claim("c"), gates=gates)
     assert blocked.allocate("n1", claims_of(blocked, "c")).status is Status.UNFIT
     toleration = {"key": "broken", "operator": "Exists", "effect": "NoSchedule"}
-    tolerant = allocator(*manifests, claim("c", request(tolerations=[toleration])), gates=gates)
+    tolerant = allocator(*manifests, claim("c", exactly(tolerations=[toleration])), gates=gates)
     outcome = tolerant.allocate("n1", claims_of(tolerant, "c"))
     assert outcome.allocatable and outcome.allocations["default/c"].results[0].tolerations
 
 
 def test_network_attached_devices_carry_the_slice_node_selector() -> None:
     selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
-    shared = slice_("net", None, [device("nic-0")], pool="fabric", nodeSelector=selector)
-    alloc = allocator(node("n1", rack="r1"), node("n2", rack="r2"), device_class(), shared, claim("c"))
+    shared = resource_slice(None, device("nic-0"), name="net", pool="fabric", nodeSelector=selector)
+    alloc = allocator(node("n1", {"rack": "r1"}), node("n2", {"rack": "r2"}), device_class(), shared, claim("c"))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.allocations["default/c"].node_selector is not None
     assert outcome.allocations["default/c"].node_selector.to_manifest() == selector
@@ -181,9 +176,9 @@ def test_class_and_claim_config_are_copied_into_the_result() -> None:
 
 
 def test_search_budget_gives_up_instead_of_running_forever() -> None:
-    devices = [device(f"gpu-{i}", numa=0) for i in range(20)]
-    alloc = allocator(node("n1"), device_class(), slice_("s", "n1", devices),
-                      claim("c", request(count=3), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]),
+    devices = [device(f"gpu-{i}", {"numa": 0}) for i in range(20)]
+    alloc = allocator(node("n1"), device_class(), resource_slice("n1", *devices, name="s"),
+                      claim("c", exactly(count=3), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]),
                       budget=50)
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.status is Status.UNFIT and outcome.gave_up
@@ -199,6 +194,6 @@ def test_already_allocated_claim_only_needs_to_be_usable_on_the_node() -> None:
 
 
 def test_more_than_32_devices_per_claim_is_an_error() -> None:
-    alloc = allocator(node("n1"), device_class(), gpus("n1", 1), claim("c", request(count=33)))
+    alloc = allocator(node("n1"), device_class(), gpus("n1", 1), claim("c", exactly(count=33)))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.status is Status.ERROR and "exceeds the claim limit of 32" in (outcome.message or "")

@@ -1,4 +1,7 @@
-"""Builders for admission-cycle tests: GPU nodes, gated group members, queues, and a cycle runner."""
+"""Admission-cycle helpers on top of tests.support.builders: GPU nodes, gated group members, queues, a cycle runner.
+
+Everything lives in namespace NS, in LocalQueue `lq` of ClusterQueue `main`, and is counted in QuotaUnit `gpus`.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,7 @@ from typing import Any
 from admission.core.allocator import Snapshot
 from admission.core.cycle import CycleInput, CycleResult, GroupView, collect_groups, rebuild_state, run_cycle
 from admission.core.features import gates_for
-from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.models import AllocationResult, Pod, parse_objects
-from admission.core.quantity import parse_quantity
+from admission.core.models import AllocationResult, Pod
 from admission.core.quota import (
     ClusterQueue,
     CompiledUnit,
@@ -18,107 +19,97 @@ from admission.core.quota import (
     LocalQueue,
     PodGroup,
     QueueingStrategy,
-    UnitQuota,
     compile_unit,
     device_selected,
-    parse_pod_group,
-    parse_quota_unit,
+)
+from tests.support.builders import (
+    CREATED,
+    HOSTNAME_LABEL,
+    Manifest,
+    claim,
+    cluster_queue,
+    device_class,
+    exactly,
+    gpu,
+    local_queue,
+    model,
+    models,
+    node,
+    pod,
+    pod_group,
+    quota,
+    quota_unit,
+    resource_slice,
+    template,
 )
 
 NS = "team"
 GATES = gates_for("1.34")
+GPU_CLASS = device_class("gpu")
+LOCAL_QUEUES: tuple[LocalQueue, ...] = tuple(models(local_queue("lq", "main", NS)))
 
 
-def gpu_node(name: str, gpus: int = 4, model: str = "H100") -> list[dict[str, Any]]:
-    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}}
-    devices = [{"name": f"gpu-{i}", "attributes": {"model": {"string": model}},
-                "capacity": {"memory": {"value": "80Gi"}}} for i in range(gpus)]
-    rs = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
-          "spec": {"driver": "gpu.example.com", "nodeName": name,
-                   "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}
-    return [node, rs]
+def gpu_node(name: str, gpus: int = 4, model: str = "H100") -> list[Manifest]:
+    """A node and its slice of `gpus` GPUs (80Gi each)."""
+    return [node(name, {HOSTNAME_LABEL: name}),
+            resource_slice(name, *(gpu(f"gpu-{i}", model) for i in range(gpus)), name=f"{name}-gpus")]
 
 
-GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}
+def gpu_template(name: str, count: int) -> Manifest:
+    return template(name, exactly("gpus", count=count), namespace=NS)
 
 
-def gpu_template(name: str, count: int) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": count}}]}}}}
-
-
-def gpu_claim(name: str, count: int) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu",
-                                                                           "count": count}}]}}}
+def gpu_claim(name: str, count: int) -> Manifest:
+    return claim(name, exactly("gpus", count=count), namespace=NS)
 
 
 def member(name: str, group: str, *, queue: str = "lq", group_min: int | str = 1, template: str | None = None,
-           claim: str | None = None, created: str = "2026-01-01T00:00:00Z", gated: bool = True,
-           node: str = "", phase: str = "Pending") -> dict[str, Any]:
-    entries = []
-    if template:
-        entries.append({"name": "gpu", "resourceClaimTemplateName": template})
-    if claim:
-        entries.append({"name": "shared", "resourceClaimName": claim})
-    spec: dict[str, Any] = {"containers": [{"name": "main"}], "resourceClaims": entries}
-    if gated:
-        spec["schedulingGates"] = [{"name": GATE}]
-    if node:
-        spec["nodeName"] = node
-    labels = {QUEUE_LABEL: queue, GROUP_LABEL: group, GROUP_MIN_LABEL: str(group_min)}
-    return {"apiVersion": "v1", "kind": "Pod", "status": {"phase": phase},
-            "metadata": {"name": name, "namespace": NS, "labels": labels, "creationTimestamp": created},
-            "spec": spec}
+           claim: str | None = None, created: str = CREATED, gated: bool = True,
+           node: str = "", phase: str = "Pending") -> Manifest:
+    """A pod of `group`: its claim entry `gpu` from `template`, entry `shared` naming `claim`."""
+    return pod(name, NS, queue=queue, group=group, group_min=group_min, gated=gated,
+               templates={"gpu": template} if template else None, claims={"shared": claim} if claim else None,
+               node=node, phase=phase, created=created)
 
 
-def gang(group: str, size: int, gpus_each: int, **options: Any) -> list[dict[str, Any]]:
+def gang(group: str, size: int, gpus_each: int, **options: Any) -> list[Manifest]:
     """`size` gated pods of one group, each with its own claim of `gpus_each` GPUs from a template."""
-    template = f"{group}-gpus"
-    return [gpu_template(template, gpus_each)] + [
-        member(f"{group}-{i}", group, group_min=size, template=template, **options) for i in range(size)]
+    name = f"{group}-gpus"
+    return [gpu_template(name, gpus_each)] + [
+        member(f"{group}-{i}", group, group_min=size, template=name, **options) for i in range(size)]
 
 
-def pod_group(name: str, min_member: int, *, queue: str = "lq", priority: int = 0,
-              status: dict[str, Any] | None = None) -> PodGroup:
-    manifest = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {"minMember": min_member, "queue": queue, "priority": priority}, "status": status or {}}
-    return parse_pod_group(manifest)
+def group_record(name: str, min_member: int, *, queue: str = "lq", priority: int = 0,
+          status: dict[str, Any] | None = None) -> PodGroup:
+    """The PodGroup model of `name`."""
+    return model(pod_group(name, min_member, queue, namespace=NS, priority=priority, status=status or {}))
 
 
-def cluster_queue(name: str, gpus: int | str, strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
-                  cohort: str | None = None, borrowing: int | None = None) -> ClusterQueue:
-    limit = None if borrowing is None else parse_quantity(borrowing)
-    return ClusterQueue(name, (UnitQuota("gpus", parse_quantity(gpus), limit),), cohort, strategy=strategy)
+def gpu_queue(name: str, gpus: int | str, strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
+              cohort: str | None = None) -> ClusterQueue:
+    """The ClusterQueue model of `name` with a nominal quota of `gpus` in unit `gpus`."""
+    return model(cluster_queue(name, quota("gpus", gpus), cohort=cohort, strategy=strategy))
 
 
 def gpu_units() -> tuple[CompiledUnit, ...]:
-    unit = {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": "gpus"},
-            "spec": {"devices": {"deviceClassNames": ["gpu"]}}}
-    return (compile_unit(parse_quota_unit(unit), DraCel()),)
+    return (compile_unit(model(quota_unit("gpus", devices={"deviceClassNames": ["gpu"]})), DraCel()),)
 
 
-def cycle(objects: Sequence[dict[str, Any]], queues: Iterable[ClusterQueue],
-          local_queues: Iterable[LocalQueue] = (LocalQueue(NS, "lq", "main"),),
+def cycle(objects: Sequence[Manifest], queues: Iterable[ClusterQueue],
+          local_queues: Iterable[LocalQueue] = LOCAL_QUEUES,
           pod_groups: Iterable[PodGroup] = (), promised: tuple[AllocationResult, ...] = ()) -> CycleResult:
     return run_cycle(cycle_input(objects, queues, local_queues, pod_groups, promised))
 
 
-def cycle_input(objects: Sequence[dict[str, Any]], queues: Iterable[ClusterQueue],
-                local_queues: Iterable[LocalQueue] = (LocalQueue(NS, "lq", "main"),),
+def cycle_input(objects: Sequence[Manifest], queues: Iterable[ClusterQueue],
+                local_queues: Iterable[LocalQueue] = LOCAL_QUEUES,
                 pod_groups: Iterable[PodGroup] = (), promised: tuple[AllocationResult, ...] = ()) -> CycleInput:
-    models = parse_objects([GPU_CLASS, *objects])
-    snapshot = Snapshot.from_models(models)
+    snapshot = Snapshot.from_models(models(GPU_CLASS, *objects))
     groups = groups_of(objects, pod_groups)
     return CycleInput(snapshot, GATES, groups, {q.key: q for q in local_queues}, gpu_units(),
                       rebuild_state(queues, groups), device_selected, promised)
 
 
-def groups_of(objects: Sequence[dict[str, Any]], pod_groups: Iterable[PodGroup] = ()) -> tuple[GroupView, ...]:
-    pods = [m for m in parse_objects(objects) if isinstance(m, Pod)]
+def groups_of(objects: Sequence[Manifest], pod_groups: Iterable[PodGroup] = ()) -> tuple[GroupView, ...]:
+    pods = [m for m in models(*objects) if isinstance(m, Pod)]
     return collect_groups(pods, pod_groups)

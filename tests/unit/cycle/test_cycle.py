@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from cycle_builders import (
-    NS,
-    cluster_queue,
-    cycle,
-    gang,
-    gpu_claim,
-    gpu_node,
-    member,
-    pod_group,
-)
-
 from admission.core.cycle import Admit, Wait, WaitReason
 from admission.core.models import AllocationResult, DeviceAllocation
 from admission.core.quantity import parse_quantity
-from admission.core.quota import ClusterQueue, LocalQueue, QueueingStrategy, UnitQuota
+from admission.core.quota import QueueingStrategy
+from tests.support.builders import cluster_queue, local_queue, model, models, quota
+from tests.unit.cycle.cycle_builders import NS, cycle, gang, gpu_claim, gpu_node, gpu_queue, group_record, member
 
 NODES = gpu_node("node-a") + gpu_node("node-b")
 
@@ -30,7 +21,7 @@ def devices_of(admit: Admit) -> list[str]:
 def test_two_groups_compete_for_eight_gpus_the_first_takes_all() -> None:
     first = gang("first", 2, 4, created="2026-01-01T00:00:00Z")
     second = gang("second", 2, 2, created="2026-01-01T00:01:00Z")
-    result = cycle(NODES + first + second, [cluster_queue("main", 16)])
+    result = cycle(NODES + first + second, [gpu_queue("main", 16)])
 
     admitted = result.decision(f"{NS}/first")
     assert isinstance(admitted, Admit)
@@ -44,14 +35,14 @@ def test_two_groups_compete_for_eight_gpus_the_first_takes_all() -> None:
 
 
 def test_groups_that_both_fit_get_different_devices() -> None:
-    result = cycle(NODES + gang("a", 2, 2) + gang("b", 2, 2), [cluster_queue("main", 16)])
+    result = cycle(NODES + gang("a", 2, 2) + gang("b", 2, 2), [gpu_queue("main", 16)])
     assert len(result.admitted) == 2
     devices = [d for admit in result.admitted for d in devices_of(admit)]
     assert len(devices) == len(set(devices)) == 8
 
 
 def test_quota_denial_names_unit_used_nominal_and_needed() -> None:
-    result = cycle(NODES + gang("big", 2, 3), [cluster_queue("main", 4)])
+    result = cycle(NODES + gang("big", 2, 3), [gpu_queue("main", 4)])
     waiting = result.decision(f"{NS}/big")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.QUOTA
     assert "gpus" in waiting.message and "6" in waiting.message and "4" in waiting.message
@@ -61,7 +52,7 @@ def test_quota_denial_names_unit_used_nominal_and_needed() -> None:
 
 def test_quota_counts_what_earlier_groups_of_the_cycle_took() -> None:
     result = cycle(NODES + gang("a", 1, 3, created="2026-01-01T00:00:00Z")
-                   + gang("b", 1, 3, created="2026-01-01T00:00:01Z"), [cluster_queue("main", 5)])
+                   + gang("b", 1, 3, created="2026-01-01T00:00:01Z"), [gpu_queue("main", 5)])
     assert isinstance(result.decision(f"{NS}/a"), Admit)
     waiting = result.decision(f"{NS}/b")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.QUOTA
@@ -69,21 +60,21 @@ def test_quota_counts_what_earlier_groups_of_the_cycle_took() -> None:
 
 def test_incomplete_group_says_how_many_members_exist() -> None:
     pods = [member("p0", "g", group_min=3), member("p1", "g", group_min=3)]
-    waiting = cycle(NODES + pods, [cluster_queue("main", 8)]).decision(f"{NS}/g")
+    waiting = cycle(NODES + pods, [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.INCOMPLETE
     assert "2 of 3" in waiting.message
 
 
 def test_podgroup_minimum_overrides_labels() -> None:
     pods = [member("p0", "g", group_min=1), member("p1", "g", group_min=1)]
-    waiting = cycle(NODES + pods, [cluster_queue("main", 8)], pod_groups=[pod_group("g", 3)]).decision(f"{NS}/g")
+    waiting = cycle(NODES + pods, [gpu_queue("main", 8)], pod_groups=[group_record("g", 3)]).decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and "2 of 3" in waiting.message
 
 
 def test_shared_claim_is_charged_and_allocated_once() -> None:
     pods = [gpu_claim("shared", 2), member("p0", "g", group_min=2, claim="shared"),
             member("p1", "g", group_min=2, claim="shared")]
-    admitted = cycle(NODES + pods, [cluster_queue("main", 8)]).decision(f"{NS}/g")
+    admitted = cycle(NODES + pods, [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(admitted, Admit)
     assert admitted.charge.get("gpus") == 2
     assert [c.name for c in admitted.plan.claims] == ["shared"]
@@ -92,21 +83,21 @@ def test_shared_claim_is_charged_and_allocated_once() -> None:
 
 def test_higher_priority_goes_first_even_when_created_later() -> None:
     low, high = gang("low", 1, 4, created="2026-01-01T00:00:00Z"), gang("high", 1, 4, created="2026-01-02T00:00:00Z")
-    groups = [pod_group("low", 1, priority=1), pod_group("high", 1, priority=10)]
-    result = cycle(NODES + low + high, [cluster_queue("main", 4)], pod_groups=groups)
+    groups = [group_record("low", 1, priority=1), group_record("high", 1, priority=10)]
+    result = cycle(NODES + low + high, [gpu_queue("main", 4)], pod_groups=groups)
     assert isinstance(result.decision(f"{NS}/high"), Admit)
     assert isinstance(result.decision(f"{NS}/low"), Wait)
 
 
 def test_equal_priority_is_first_in_first_out() -> None:
     later, earlier = gang("later", 1, 4, created="2026-01-02T00:00:00Z"), gang("earlier", 1, 4)
-    result = cycle(NODES + later + earlier, [cluster_queue("main", 4)])
+    result = cycle(NODES + later + earlier, [gpu_queue("main", 4)])
     assert [a.group for a in result.admitted] == [f"{NS}/earlier"]
 
 
 def test_cluster_queues_take_turns() -> None:
-    queues = [cluster_queue("red", 8), cluster_queue("blue", 8)]
-    locals_ = [LocalQueue(NS, "r", "red"), LocalQueue(NS, "b", "blue")]
+    queues = [gpu_queue("red", 8), gpu_queue("blue", 8)]
+    locals_ = models(local_queue("r", "red", NS), local_queue("b", "blue", NS))
     objects = NODES[:]
     for index, (name, queue) in enumerate([("r1", "r"), ("r2", "r"), ("r3", "r"), ("b1", "b"), ("b2", "b")]):
         objects += gang(name, 1, 1, queue=queue, created=f"2026-01-01T00:00:0{index}Z")
@@ -116,32 +107,32 @@ def test_cluster_queues_take_turns() -> None:
 
 def test_strict_fifo_blocks_later_groups_best_effort_does_not() -> None:
     objects = NODES + gang("huge", 1, 6) + gang("small", 1, 1, created="2026-01-01T00:00:05Z")
-    strict = cycle(objects, [cluster_queue("main", 4, QueueingStrategy.STRICT_FIFO)])
+    strict = cycle(objects, [gpu_queue("main", 4, QueueingStrategy.STRICT_FIFO)])
     blocked = strict.decision(f"{NS}/small")
     assert isinstance(blocked, Wait) and blocked.reason is WaitReason.BLOCKED and "huge" in blocked.message
-    best_effort = cycle(objects, [cluster_queue("main", 4)])
+    best_effort = cycle(objects, [gpu_queue("main", 4)])
     assert isinstance(best_effort.decision(f"{NS}/small"), Admit)
 
 
 def test_promised_devices_are_not_offered_again() -> None:
     promised = AllocationResult(tuple(DeviceAllocation("gpus", "gpu.example.com", "node-a", f"gpu-{i}")
                                       for i in range(4)))
-    result = cycle(NODES + gang("g", 2, 4), [cluster_queue("main", 16)], promised=(promised,))
+    result = cycle(NODES + gang("g", 2, 4), [gpu_queue("main", 16)], promised=(promised,))
     waiting = result.decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
 
 
 def test_missing_queues_and_bad_labels_are_reported() -> None:
-    missing = cycle(NODES + gang("g", 1, 1, queue="nope"), [cluster_queue("main", 8)]).decision(f"{NS}/g")
+    missing = cycle(NODES + gang("g", 1, 1, queue="nope"), [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(missing, Wait) and missing.reason is WaitReason.NO_QUEUE and f"{NS}/nope" in missing.message
-    no_cq = cycle(NODES + gang("g", 1, 1), [cluster_queue("other", 8)]).decision(f"{NS}/g")
+    no_cq = cycle(NODES + gang("g", 1, 1), [gpu_queue("other", 8)]).decision(f"{NS}/g")
     assert isinstance(no_cq, Wait) and "ClusterQueue main" in no_cq.message
-    bad = cycle([*NODES, member("p", "g", group_min="two")], [cluster_queue("main", 8)]).decision(f"{NS}/g")
+    bad = cycle([*NODES, member("p", "g", group_min="two")], [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(bad, Wait) and bad.reason is WaitReason.INVALID and "'two'" in bad.message
 
 
 def test_borrowing_from_the_cohort_is_recorded() -> None:
-    queues = [cluster_queue("main", 2, cohort="pool"), cluster_queue("idle", 6, cohort="pool")]
+    queues = [gpu_queue("main", 2, cohort="pool"), gpu_queue("idle", 6, cohort="pool")]
     admitted = cycle(NODES + gang("g", 1, 4), queues).decision(f"{NS}/g")
     assert isinstance(admitted, Admit)
     assert admitted.borrowed.get("gpus") == Fraction(2)
@@ -149,20 +140,19 @@ def test_borrowing_from_the_cohort_is_recorded() -> None:
 
 def test_admitted_groups_are_not_decided_again() -> None:
     status = {"phase": "Admitted", "clusterQueue": "main", "charge": [{"unit": "gpus", "amount": "4"}]}
-    result = cycle(NODES + gang("g", 1, 4) + gang("h", 1, 2), [cluster_queue("main", 5)],
-                   pod_groups=[pod_group("g", 1, status=status)])
+    result = cycle(NODES + gang("g", 1, 4) + gang("h", 1, 2), [gpu_queue("main", 5)],
+                   pod_groups=[group_record("g", 1, status=status)])
     assert result.decision(f"{NS}/g") is None
     waiting = result.decision(f"{NS}/h")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.QUOTA
 
 
 def test_a_deleted_unit_blocks_new_admissions_and_keeps_recorded_charges() -> None:
-    queue = cluster_queue("main", 16)
-    quoting_deleted = ClusterQueue(queue.name, (*queue.quotas, UnitQuota("gpu-memory", parse_quantity("640Gi"))))
+    quoting_deleted = model(cluster_queue("main", quota("gpus", 16), quota("gpu-memory", "640Gi")))
     status = {"phase": "Admitted", "clusterQueue": "main",
               "charge": [{"unit": "gpus", "amount": "4"}, {"unit": "gpu-memory", "amount": "320Gi"}]}
     result = cycle(NODES + gang("g", 1, 4) + gang("h", 1, 2), [quoting_deleted],
-                   pod_groups=[pod_group("g", 1, status=status)])
+                   pod_groups=[group_record("g", 1, status=status)])
     waiting = result.decision(f"{NS}/h")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NO_UNIT
     assert "QuotaUnit gpu-memory, which does not exist" in waiting.message

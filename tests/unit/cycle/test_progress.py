@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from cycle_builders import NS, cluster_queue, cycle, cycle_input, gang, gpu_node, groups_of, member, pod_group
-
 from admission.core.cycle import (
     Admit,
     admitted_status,
@@ -14,7 +12,19 @@ from admission.core.cycle import (
     run_cycle,
     unreleased_members,
 )
-from admission.core.quota import Phase, PlannedClaim, cluster_queue_status, parse_pod_group
+from admission.core.quota import Phase, PlannedClaim, cluster_queue_status
+from tests.support.builders import claim, exactly, model, pod_group, result
+from tests.unit.cycle.cycle_builders import (
+    NS,
+    cycle,
+    cycle_input,
+    gang,
+    gpu_node,
+    gpu_queue,
+    group_record,
+    groups_of,
+    member,
+)
 
 NODES = gpu_node("node-a") + gpu_node("node-b")
 
@@ -28,38 +38,34 @@ def admitted(name: str, phase: str = "Admitted", pods: tuple[str, ...] = ("g-0",
 
 
 def test_recorded_admission_round_trips_through_podgroup_status() -> None:
-    result = cycle(NODES + gang("g", 2, 2), [cluster_queue("main", 8)])
+    result = cycle(NODES + gang("g", 2, 2), [gpu_queue("main", 8)])
     [admit] = result.admitted
     status = admitted_status(admit, 2, "2026-01-01T00:00:00Z")
-    manifest = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "g", "namespace": NS},
-                "spec": {"minMember": 2, "queue": "lq"}, "status": status}
-    parsed = parse_pod_group(manifest)
+    parsed = model(pod_group("g", 2, "lq", namespace=NS, status=status))
     assert parsed.phase is Phase.ADMITTED and parsed.charge == admit.charge and parsed.plan == admit.plan
     assert {name for name, _ in parsed.plan.nodes} == {"g-0", "g-1"}
     assert [c.name for c in parsed.plan.claims] == ["g-0/gpu", "g-1/gpu"]
 
 
 def test_restart_rebuilds_usage_and_holds_back_planned_devices() -> None:
-    first = cycle(NODES + gang("g", 2, 4), [cluster_queue("main", 16)])
+    first = cycle(NODES + gang("g", 2, 4), [gpu_queue("main", 16)])
     [admit] = first.admitted
-    record = parse_pod_group({"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
-                              "metadata": {"name": "g", "namespace": NS}, "spec": {"minMember": 2, "queue": "lq"},
-                              "status": admitted_status(admit, 2, "2026-01-01T00:00:00Z")})
+    record = model(pod_group("g", 2, "lq", namespace=NS, status=admitted_status(admit, 2, "2026-01-01T00:00:00Z")))
     objects = NODES + gang("g", 2, 4) + gang("h", 1, 1)
     groups = groups_of(objects, [record])
-    state = rebuild_state([cluster_queue("main", 16)], groups)
+    state = rebuild_state([gpu_queue("main", 16)], groups)
     assert state.usage("main").get("gpus") == 8 and state.reserved["main"].get("gpus") == 8
     promised = promised_devices(groups, {})
     assert sorted(r.device_id for a in promised for r in a.results) == sorted(
         d for c in admit.plan.claims for _, d in c.devices)
-    again = run_cycle(cycle_input(objects, [cluster_queue("main", 16)], pod_groups=[record], promised=promised))
+    again = run_cycle(cycle_input(objects, [gpu_queue("main", 16)], pod_groups=[record], promised=promised))
     waiting = again.decision(f"{NS}/h")
     assert not isinstance(waiting, Admit), "all 8 GPUs are promised to g"
     assert unreleased_members(next(v for v in groups if v.name == "g")) == ("g-0", "g-1")
 
 
 def test_phases_follow_the_pods() -> None:
-    group = pod_group("g", 2, status=admitted("g"))
+    group = group_record("g", 2, status=admitted("g"))
     bound = [member("g-0", "g", gated=False, node="node-a"), member("g-1", "g", gated=False, node="node-a")]
     half = [bound[0], member("g-1", "g", gated=False)]
     done = [member("g-0", "g", gated=False, node="node-a", phase="Succeeded"),
@@ -67,19 +73,19 @@ def test_phases_follow_the_pods() -> None:
     assert next_phase(groups_of(half, [group])[0]) is None
     assert next_phase(groups_of(bound, [group])[0]) is Phase.RUNNING
     assert next_phase(groups_of(done, [group])[0]) is Phase.FINISHED
-    running = pod_group("g", 2, status=admitted("g", "Running"))
+    running = group_record("g", 2, status=admitted("g", "Running"))
     assert next_phase(groups_of(bound, [running])[0]) is None
     assert next_phase(groups_of([], [running])[0]) is Phase.FINISHED
 
 
 def test_finished_groups_no_longer_count() -> None:
-    groups = groups_of([], [pod_group("g", 1, status=admitted("g", "Finished"))])
-    assert rebuild_state([cluster_queue("main", 8)], groups).usage("main").get("gpus") == 0
+    groups = groups_of([], [group_record("g", 1, status=admitted("g", "Finished"))])
+    assert rebuild_state([gpu_queue("main", 8)], groups).usage("main").get("gpus") == 0
 
 
 def test_running_groups_count_as_used_and_show_in_queue_status() -> None:
-    groups = groups_of([], [pod_group("g", 1, status=admitted("g", "Running"))])
-    state = rebuild_state([cluster_queue("main", 8)], groups)
+    groups = groups_of([], [group_record("g", 1, status=admitted("g", "Running"))])
+    state = rebuild_state([gpu_queue("main", 8)], groups)
     status = cluster_queue_status(state, "main", pending_groups=2)
     assert status["summary"] == "gpus 4/8"
     assert status["quotas"] == [{"unit": "gpus", "used": "4", "reserved": "0", "borrowed": "0", "nominal": "8"}]
@@ -93,12 +99,8 @@ def test_planned_device_ids_keep_pool_names_with_slashes() -> None:
 
 
 def test_allocated_claims_are_not_promised_again() -> None:
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": "shared", "namespace": NS},
-             "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu"}}]}},
-             "status": {"allocation": {"devices": {"results": [
-                 {"request": "gpus", "driver": "gpu.example.com", "pool": "node-a", "device": "gpu-0"}]}}}}
-    record = pod_group("g", 1, status=admitted("g", claims=(("shared", ("gpu.example.com/node-a/gpu-0",)),)))
-    snapshot = cycle_input([claim], [cluster_queue("main", 8)]).snapshot
+    shared = claim("shared", exactly("gpus"), namespace=NS, allocation=[result("gpus", "gpu-0", "node-a")])
+    record = group_record("g", 1, status=admitted("g", claims=(("shared", ("gpu.example.com/node-a/gpu-0",)),)))
+    snapshot = cycle_input([shared], [gpu_queue("main", 8)]).snapshot
     assert promised_devices(groups_of([], [record]), snapshot.claims) == ()
     assert len(promised_devices(groups_of([], [record]), {})) == 1

@@ -19,15 +19,11 @@ from admission.core.models import (
 )
 from admission.core.quantity import parse_quantity
 from admission.core.semver import parse_semver
-
-DRIVER = "gpu.example.com"
+from tests.support.builders import DRIVER, exactly, pod, resource_slice, template
 
 
 def slice_manifest(devices: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "gpu-node-1"},
-            "spec": {"driver": DRIVER, "nodeName": "node-1",
-                     "pool": {"name": "node-1", "generation": 3, "resourceSliceCount": 1},
-                     "devices": devices, **spec}}
+    return resource_slice("node-1", *devices, name="gpu-node-1", generation=3, **spec)
 
 
 def parsed_slice(devices: list[dict[str, Any]], **spec: Any) -> ResourceSlice:
@@ -132,16 +128,11 @@ def test_a_request_needs_exactly_one_of_exactly_and_first_available() -> None:
 
 
 def test_template_pod_and_list_objects() -> None:
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "t", "namespace": "ns"},
-                "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}},
-           "spec": {"resourceClaims": [{"name": "one", "resourceClaimTemplateName": "t"},
-                                       {"name": "two", "resourceClaimName": "shared"}],
-                    "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}],
-                    "schedulingGates": [{"name": "draq.io/admission"}], "nodeSelector": {"zone": "a"}},
-           "status": {"phase": "Pending", "resourceClaimStatuses": [{"name": "one", "resourceClaimName": "p-one-x"}]}}
-    models = parse_objects([{"apiVersion": "v1", "kind": "List", "items": [template, pod]}])
+    claim_template = template("t", exactly("g"), namespace="ns")
+    user = pod("p", "ns", labels={"a": "b"}, templates={"one": "t"}, claims={"two": "shared"}, container="c",
+               requests={"nvidia.com/gpu": "2"}, gated=True, node_selector={"zone": "a"}, phase="Pending",
+               claim_statuses={"one": "p-one-x"})
+    models = parse_objects([{"apiVersion": "v1", "kind": "List", "items": [claim_template, user]}])
     parsed_template, parsed_pod = models
     assert isinstance(parsed_template, ResourceClaimTemplate)
     assert parsed_template.spec.requests[0].name == "g"

@@ -1,11 +1,12 @@
-"""Runs charge_group on manifests, with a tiny table of CEL expressions evaluated in Python."""
+"""Runs charge_group on manifests, with a tiny table of CEL expressions evaluated in Python.
+
+The quota tests' objects live in namespace NS.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-from quota_builders import manifest
 
 from admission.core.models import (
     Device,
@@ -20,21 +21,23 @@ from admission.core.models import (
 )
 from admission.core.quota.charging import ChargeResult, GroupObjects, Inventory, Plan, charge_group
 from admission.core.quota.device_values import CompiledUnit, compile_unit
-from admission.core.quota.units import parse_quota_unit
+from tests.support.builders import model, quota_unit
+
+NS = "ns"
 
 
-def model(device: Device) -> object:
+def model_of(device: Device) -> object:
     return device.attributes["gpu.example.com"]["model"]
 
 
 PREDICATES: dict[str, Callable[[Device], bool]] = {
     'device.driver == "gpu.example.com"': lambda d: d.driver == "gpu.example.com",
     'device.driver == "nic.example.com"': lambda d: d.driver == "nic.example.com",
-    'model == "H100"': lambda d: model(d) == "H100",
-    'model == "A100"': lambda d: model(d) == "A100",
+    'model == "H100"': lambda d: model_of(d) == "H100",
+    'model == "A100"': lambda d: model_of(d) == "A100",
 }
 NUMBERS: dict[str, Callable[[Device], object]] = {
-    'model == "H100" ? 1.0 : 0.5': lambda d: 1.0 if model(d) == "H100" else 0.5,
+    'model == "H100" ? 1.0 : 0.5': lambda d: 1.0 if model_of(d) == "H100" else 0.5,
     "-1": lambda d: -1,
 }
 
@@ -53,7 +56,7 @@ def matches(device: Device, device_class: DeviceClass, selection: DeviceSelectio
 
 
 def unit(name: str, spec: dict[str, Any]) -> CompiledUnit:
-    return compile_unit(parse_quota_unit(manifest("QuotaUnit", name, spec)), TableCel())
+    return compile_unit(model(quota_unit(name, spec)), TableCel())
 
 
 STANDARD_UNITS = (

@@ -1,10 +1,10 @@
 from fractions import Fraction
 
 import pytest
-from quota_builders import cq, quota
 
 from admission.core.quota.accounting import AccountingError, Admission, QueueState
 from admission.core.quota.amounts import Amounts
+from tests.support.builders import cluster_queue, models, quota
 
 
 def gpus(n: int | Fraction) -> Amounts:
@@ -12,7 +12,7 @@ def gpus(n: int | Fraction) -> Amounts:
 
 
 def test_fits_within_nominal_and_refuses_beyond_it_naming_the_numbers() -> None:
-    state = QueueState.empty([cq("research", quota("gpus", 16))]).admit("ns/a", "research", gpus(12))
+    state = QueueState.empty(models(cluster_queue("research", quota("gpus", 16)))).admit("ns/a", "research", gpus(12))
     assert state.fits("research", gpus(4)).ok
     decision = state.fits("research", gpus(5))
     assert not decision.ok
@@ -22,7 +22,7 @@ def test_fits_within_nominal_and_refuses_beyond_it_naming_the_numbers() -> None:
 
 
 def test_unit_without_quota_is_not_limited_but_still_tracked() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 1))])
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 1))))
     charge = Amounts.of({"cpu": 1000, "gpus": 1})
     assert state.fits("q", charge).ok
     state = state.admit("ns/g", "q", charge)
@@ -31,10 +31,10 @@ def test_unit_without_quota_is_not_limited_but_still_tracked() -> None:
 
 
 def test_borrowing_from_cohort_respects_borrowing_limit() -> None:
-    state = QueueState.empty([
-        cq("a", quota("gpus", 8, borrowing=4), cohort="pool"),
-        cq("b", quota("gpus", 8), cohort="pool"),
-    ])
+    state = QueueState.empty(models(
+        cluster_queue("a", quota("gpus", 8, borrowing=4), cohort="pool"),
+        cluster_queue("b", quota("gpus", 8), cohort="pool"),
+    ))
     # a may use 8 + 4; b lends all of its idle 8.
     assert state.fits("a", gpus(12)).ok
     assert state.fits("a", gpus(12)).borrowed == gpus(4)
@@ -48,10 +48,10 @@ def test_borrowing_from_cohort_respects_borrowing_limit() -> None:
 
 
 def test_lending_limit_keeps_part_of_nominal_for_the_owner() -> None:
-    state = QueueState.empty([
-        cq("a", quota("gpus", 0), cohort="pool"),
-        cq("b", quota("gpus", 10, lending=3), cohort="pool"),
-    ])
+    state = QueueState.empty(models(
+        cluster_queue("a", quota("gpus", 0), cohort="pool"),
+        cluster_queue("b", quota("gpus", 10, lending=3), cohort="pool"),
+    ))
     assert state.available("a", "gpus") == 3
     state = state.admit("ns/x", "a", gpus(3))
     assert not state.fits("a", gpus(1)).ok
@@ -60,12 +60,13 @@ def test_lending_limit_keeps_part_of_nominal_for_the_owner() -> None:
 
 
 def test_no_cohort_means_no_borrowing() -> None:
-    state = QueueState.empty([cq("a", quota("gpus", 2)), cq("b", quota("gpus", 100))])
+    state = QueueState.empty(models(cluster_queue("a", quota("gpus", 2)), cluster_queue("b", quota("gpus", 100))))
     assert state.available("a", "gpus") == 2
 
 
 def test_bind_moves_reservation_to_use_and_finish_releases() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 4))]).admit("ns/g", "q", gpus(3), local_queue="ns/lq")
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 4))))
+    state = state.admit("ns/g", "q", gpus(3), local_queue="ns/lq")
     assert state.reserved["q"] == gpus(3) and not state.used.get("q")
     state = state.bind("ns/g")
     assert state.used["q"] == gpus(3) and not state.reserved["q"]
@@ -75,13 +76,13 @@ def test_bind_moves_reservation_to_use_and_finish_releases() -> None:
 
 
 def test_evict_releases_a_reservation() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 4))]).admit("ns/g", "q", gpus(4))
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 4)))).admit("ns/g", "q", gpus(4))
     assert not state.fits("q", gpus(1)).ok
     assert state.evict("ns/g").fits("q", gpus(4)).ok
 
 
 def test_admit_refuses_what_does_not_fit_and_double_admission() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 4))])
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 4))))
     with pytest.raises(AccountingError, match="unit gpus"):
         state.admit("ns/g", "q", gpus(5))
     state = state.admit("ns/g", "q", gpus(1))
@@ -94,7 +95,7 @@ def test_admit_refuses_what_does_not_fit_and_double_admission() -> None:
 
 
 def test_restore_records_admissions_beyond_quota_after_quota_shrank() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 2))])
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 2))))
     state = state.restore(Admission("ns/g", "q", gpus(5), bound=True))
     assert state.used["q"] == gpus(5)
     assert state.borrowed("q") == gpus(3)
@@ -102,14 +103,14 @@ def test_restore_records_admissions_beyond_quota_after_quota_shrank() -> None:
 
 
 def test_recharge_replaces_the_recorded_charge() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 8))]).admit("ns/g", "q", gpus(4)).bind("ns/g")
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 8)))).admit("ns/g", "q", gpus(4)).bind("ns/g")
     state = state.recharge("ns/g", gpus(2))
     assert state.usage("q") == gpus(2)
     assert state.admissions["ns/g"].charge == gpus(2)
 
 
 def test_summary_and_unit_status_formats_binary_quantities() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 16), quota("gpu-memory", "1Ti"))])
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 16), quota("gpu-memory", "1Ti"))))
     state = state.admit("ns/g", "q", Amounts.of({"gpus": 12, "gpu-memory": 640 * 2**30}))
     assert state.summary("q") == "gpus 12/16, gpu-memory 640Gi/1Ti"
     statuses = {s.unit: s for s in state.unit_statuses("q")}
@@ -117,15 +118,15 @@ def test_summary_and_unit_status_formats_binary_quantities() -> None:
 
 
 def test_with_queues_keeps_admissions() -> None:
-    state = QueueState.empty([cq("q", quota("gpus", 8))]).admit("ns/g", "q", gpus(4))
-    state = state.with_queues([cq("q", quota("gpus", 2))])
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 8)))).admit("ns/g", "q", gpus(4))
+    state = state.with_queues(models(cluster_queue("q", quota("gpus", 2))))
     assert state.available("q", "gpus") == -2
 
 
 def test_status_bodies_for_cluster_and_local_queues() -> None:
     from admission.core.quota import cluster_queue_status, local_queue_status
 
-    state = QueueState.empty([cq("q", quota("gpus", 4), quota("mem", "1Ti"))])
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 4), quota("mem", "1Ti"))))
     state = state.admit("ns/a", "q", Amounts.of({"gpus": 3, "mem": 2**39}), local_queue="ns/lq").bind("ns/a")
     state = state.admit("ns/b", "q", gpus(1), local_queue="ns/lq")
     status = cluster_queue_status(state, "q", pending_groups=2)

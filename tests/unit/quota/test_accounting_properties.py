@@ -4,11 +4,11 @@ from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from quota_builders import cq, quota
 
 from admission.core.quota.accounting import QueueState
 from admission.core.quota.amounts import NONE, Amounts
 from admission.core.quota.queues import ClusterQueue
+from tests.support.builders import cluster_queue, model, quota
 
 UNITS = ("gpus", "memory")
 
@@ -25,7 +25,7 @@ def cohorts(draw: st.DrawFn) -> list[ClusterQueue]:
                 borrowing = draw(st.none() | st.integers(0, 6)) if cohort else None
                 lending = draw(st.none() | st.integers(0, nominal)) if cohort else None
                 quotas.append(quota(unit, nominal, borrowing, lending))
-        queues.append(cq(f"q{index}", *quotas, cohort=cohort))
+        queues.append(model(cluster_queue(f"q{index}", *quotas, cohort=cohort)))
     return queues
 
 

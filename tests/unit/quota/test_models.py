@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 import yaml
-from quota_builders import manifest
 
 from admission.core.errors import InvalidInput
-from admission.core.models import parse_object
 from admission.core.quota import (
     Amounts,
     Counting,
@@ -24,13 +22,26 @@ from admission.core.quota import (
     parse_pod_group,
     parse_quota_unit,
 )
+from tests.support.builders import (
+    claim,
+    cluster_queue,
+    device,
+    device_class,
+    draq_object,
+    exactly,
+    models,
+    pod_group,
+    quota,
+    quota_unit,
+    resource_slice,
+)
 
 H100 = 'device.attributes["gpu.example.com"].model == "H100"'
 EXAMPLES = Path(__file__).parents[3] / "examples" / "queues.yaml"
 
 
 def unit(spec: dict[str, Any], name: str = "u") -> Any:
-    return parse_quota_unit(manifest("QuotaUnit", name, spec))
+    return parse_quota_unit(quota_unit(name, spec))
 
 
 def test_every_way_of_counting_parses() -> None:
@@ -85,27 +96,18 @@ def test_real_cel_selects_and_weighs_devices() -> None:
     weight = 'device.attributes["gpu.example.com"].model == "H100" ? 1.0 : 0.5'
     compiled = compile_unit(unit({"weight": {"deviceClassNames": ["gpu"], "expression": weight,
                                              "selector": 'device.driver == "gpu.example.com"'}}), DraCel())
-    slice_ = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
-                           "spec": {"driver": "gpu.example.com", "nodeName": "n",
-                                    "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-                                    "devices": [{"name": "a", "attributes": {"model": {"string": "A100"}}}]}})
-    device = slice_.devices[0]  # type: ignore[union-attr]
-    assert compiled.select is not None and compiled.select(device)
-    assert compiled.weigh is not None and compiled.weigh(device) == 0.5
-    klass = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-                          "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}})
-    claim = parse_object({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                          "metadata": {"name": "c", "namespace": "n"}, "spec": {"devices": {"requests": [
-                              {"name": "r", "exactly": {"deviceClassName": "gpu", "selectors": [
-                                  {"cel": {"expression": H100}}]}}]}}})
-    selection = claim.requests[0].exactly  # type: ignore[union-attr]
-    assert device_selected(device, klass, selection) is False  # type: ignore[arg-type]
+    slice_, klass, claim_ = models(resource_slice("n", device("a", {"model": "A100"}), name="s", pool="p"),
+                                   device_class("gpu"), claim("c", exactly("r", selector=H100), namespace="n"))
+    a100 = slice_.devices[0]
+    assert compiled.select is not None and compiled.select(a100)
+    assert compiled.weigh is not None and compiled.weigh(a100) == 0.5
+    selection = claim_.requests[0].exactly
+    assert device_selected(a100, klass, selection) is False
 
 
 def test_cluster_queue_parses_with_defaults() -> None:
-    cq = parse_cluster_queue(manifest("ClusterQueue", "q", {"cohort": "pool", "quotas": [
-        {"unit": "gpus", "nominal": 16, "borrowingLimit": 4, "lendingLimit": "8"},
-        {"unit": "mem", "nominal": "1Ti"}]}))
+    cq = parse_cluster_queue(cluster_queue("q", quota("gpus", 16, borrowing=4, lending="8"), quota("mem", "1Ti"),
+                                           cohort="pool"))
     assert cq.strategy is QueueingStrategy.BEST_EFFORT_FIFO
     assert cq.quota("gpus").borrowing_limit.value == 4  # type: ignore[union-attr]
     assert cq.quota("mem").nominal.value == 2**40  # type: ignore[union-attr]
@@ -126,13 +128,13 @@ def test_cluster_queue_parses_with_defaults() -> None:
 ])
 def test_bad_cluster_queues_name_the_field(spec: dict[str, Any], field: str, reason: str) -> None:
     with pytest.raises(InvalidInput, match=reason) as err:
-        parse_cluster_queue(manifest("ClusterQueue", "bad", spec))
+        parse_cluster_queue(draq_object("ClusterQueue", "bad", spec))
     assert err.value.obj == "ClusterQueue bad" and err.value.field == field
 
 
 def test_namespace_selector_matches_labels_and_expressions() -> None:
-    cq = parse_cluster_queue(manifest("ClusterQueue", "q", {"namespaceSelector": {
-        "matchLabels": {"team": "a"}, "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["x"]}]}}))
+    cq = parse_cluster_queue(cluster_queue("q", namespace_selector={
+        "matchLabels": {"team": "a"}, "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["x"]}]}))
     assert cq.namespace_selector.matches({"team": "a"})
     assert not cq.namespace_selector.matches({"team": "a", "tier": "x"})
     assert not cq.namespace_selector.matches({"team": "b"})
@@ -140,17 +142,15 @@ def test_namespace_selector_matches_labels_and_expressions() -> None:
 
 def test_wrong_kind_is_refused() -> None:
     with pytest.raises(InvalidInput, match=r"expected draq\.io/v1alpha1 LocalQueue"):
-        parse_local_queue(manifest("ClusterQueue", "q", {}))
+        parse_local_queue(cluster_queue("q"))
 
 
 def test_pod_group_round_trips_its_recorded_charge() -> None:
     charge = Amounts.of({"gpus": 8, "gpu-memory": 640 * 2**30, "weight": Fraction(5, 2)})
-    group = parse_pod_group({**manifest("PodGroup", "g", {"minMember": 4, "queue": "training"}, "research"),
-                             "status": {"phase": "Admitted", "clusterQueue": "research",
-                                        "charge": charge_status(charge, Amounts.of({"gpus": 2})),
-                                        "plan": {"pods": [{"name": "p0", "node": "node-a"}],
-                                                 "claims": [{"name": "c", "devices": [
-                                                     {"request": "gpu", "device": "d/p/gpu-0"}]}]}}})
+    group = parse_pod_group(pod_group("g", 4, "training", namespace="research", status={
+        "phase": "Admitted", "clusterQueue": "research", "charge": charge_status(charge, Amounts.of({"gpus": 2})),
+        "plan": {"pods": [{"name": "p0", "node": "node-a"}],
+                 "claims": [{"name": "c", "devices": [{"request": "gpu", "device": "d/p/gpu-0"}]}]}}))
     assert group.charge == charge and group.borrowed == Amounts.of({"gpus": 2})
     assert group.phase is Phase.ADMITTED and group.holds_quota
     assert group.plan.nodes == (("p0", "node-a"),)
@@ -159,10 +159,10 @@ def test_pod_group_round_trips_its_recorded_charge() -> None:
 
 def test_pod_group_errors_name_the_field() -> None:
     with pytest.raises(InvalidInput) as err:
-        parse_pod_group(manifest("PodGroup", "g", {"minMember": 0, "queue": "q"}, "ns"))
+        parse_pod_group(pod_group("g", 0, "q", namespace="ns"))
     assert err.value.field == "spec.minMember"
     with pytest.raises(InvalidInput, match="unknown phase") as err:
-        parse_pod_group({**manifest("PodGroup", "g", {"minMember": 1, "queue": "q"}), "status": {"phase": "Odd"}})
+        parse_pod_group(pod_group("g", 1, "q", status={"phase": "Odd"}))
 
 
 def test_the_example_parses_and_its_units_compile() -> None:
@@ -171,5 +171,5 @@ def test_the_example_parses_and_its_units_compile() -> None:
                "LocalQueue": parse_local_queue, "PodGroup": parse_pod_group}
     parsed = [parsers[d["kind"]](d) for d in documents if d["kind"] in parsers]
     assert len(parsed) == 9
-    for quota_unit in (p for p in parsed if hasattr(p, "counting")):
-        compile_unit(quota_unit, DraCel())  # type: ignore[arg-type]
+    for parsed_unit in (p for p in parsed if hasattr(p, "counting")):
+        compile_unit(parsed_unit, DraCel())  # type: ignore[arg-type]

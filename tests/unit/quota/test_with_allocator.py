@@ -1,21 +1,26 @@
 """Charging a gang with the real allocator's plan, as the admission cycle does: exact where the worst case
 was an upper bound."""
 
-from charging_harness import STANDARD_UNITS
-from quota_builders import device_class, exactly, first_available, gpu, pod, resource_slice, template
-
 from admission.core.allocator import Allocator, Snapshot, members_for, place_gang
 from admission.core.cycle import charging_inventory
 from admission.core.features import gates_for
 from admission.core.models import parse_objects
 from admission.core.quota import GroupObjects, Plan, charge_group, device_selected
+from tests.support.builders import (
+    CREATED,
+    HOSTNAME_LABEL,
+    device_class,
+    exactly,
+    first_available,
+    gpu,
+    node,
+    pod,
+    resource_slice,
+    template,
+)
+from tests.unit.quota.charging_harness import NS, STANDARD_UNITS
 
 GI = 2**30
-
-
-def node(name: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": "64"}}}
 
 
 def test_plan_from_the_allocator_makes_first_available_exact() -> None:
@@ -23,10 +28,11 @@ def test_plan_from_the_allocator_makes_first_available_exact() -> None:
     small = 'device.attributes["gpu.example.com"].model == "A100"'
     request = first_available("gpu", exactly("big", count=2, selector=big), exactly("small", count=2, selector=small))
     objects = [
-        node("node-a"), node("node-b"), device_class("gpu"),
+        *(node(n, {HOSTNAME_LABEL: n}, allocatable={"cpu": "64"}) for n in ("node-a", "node-b")),
+        device_class("gpu", created=CREATED),
         resource_slice("node-a", gpu("gpu-0"), gpu("gpu-1")),
         resource_slice("node-b", *(gpu(f"gpu-{i}", "A100", "40Gi") for i in range(2))),
-        template("t", request), pod("p0", templates={"g": "t"}), pod("p1", templates={"g": "t"}),
+        template("t", request, namespace=NS), pod("p0", NS, templates={"g": "t"}), pod("p1", NS, templates={"g": "t"}),
     ]
     snapshot = Snapshot.from_models(parse_objects(objects))
     gates = gates_for("1.35")

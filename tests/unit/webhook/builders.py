@@ -1,4 +1,8 @@
-"""Test builders for AdmissionReviews, pods and draq objects, plus an in-memory Lookups."""
+"""Test builders for AdmissionReviews and webhook pods, plus an in-memory Lookups.
+
+Manifests come from tests.support.builders; `pod` here is a webhook test's usual pod (one busybox
+container `c`, in namespace `team-a`).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from admission.core.labels import DEFAULT_QUEUE_LABEL, MANAGED_LABEL
 from admission.core.review.envelope import AdmissionRequest, GroupVersionKind, ReviewBuilder, parse_review
+from tests.support import builders as manifests
 
 POD = GroupVersionKind("", "v1", "Pod")
 JOB = GroupVersionKind("batch", "v1", "Job")
@@ -54,17 +60,16 @@ class FakeLookups:
         return self.device_classes.get(name)
 
     def with_queue(self, namespace: str, name: str, cluster_queue: str = "cq") -> FakeLookups:
-        self.local_queues[(namespace, name)] = {"metadata": {"name": name, "namespace": namespace},
-                                                "spec": {"clusterQueue": cluster_queue}}
-        self.cluster_queues.setdefault(cluster_queue, {"metadata": {"name": cluster_queue}, "spec": {}})
+        self.local_queues[(namespace, name)] = manifests.local_queue(name, cluster_queue, namespace)
+        self.cluster_queues.setdefault(cluster_queue, manifests.cluster_queue(cluster_queue))
         return self
 
 
 def cluster(managed: dict[str, str] | None = None) -> FakeLookups:
     """`team-a` managed with LocalQueue `gpu`, `plain` unmanaged, `team-b` with a default queue."""
     lookups = FakeLookups(namespaces={
-        "team-a": {"draq.io/managed": "true"},
-        "team-b": {"draq.io/default-queue": "batch"},
+        "team-a": {MANAGED_LABEL: "true"},
+        "team-b": {DEFAULT_QUEUE_LABEL: "batch"},
         "plain": {},
         **(managed or {}),
     })
@@ -74,19 +79,9 @@ def cluster(managed: dict[str, str] | None = None) -> FakeLookups:
 def pod(name: str = "p", namespace: str = "team-a", labels: dict[str, str] | None = None,
         gates: list[str] | None = None, owner: dict[str, Any] | None = None,
         generate_name: str | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"namespace": namespace}
-    if name:
-        metadata["name"] = name
-    if generate_name:
-        metadata["generateName"] = generate_name
-    if labels is not None:
-        metadata["labels"] = dict(labels)
-    if owner is not None:
-        metadata["ownerReferences"] = [owner]
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}]}
-    if gates is not None:
-        spec["schedulingGates"] = [{"name": g} for g in gates]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    """`name=""` leaves the name out; `labels={}` and `gates=[]` are written as empty, None leaves them out."""
+    return manifests.pod(name, namespace, labels=labels, gates=gates, owner=owner, generate_name=generate_name,
+                         container="c", image="busybox")
 
 
 def job_owner(name: str) -> dict[str, Any]:
