@@ -352,3 +352,60 @@ def model(manifest: Mapping[str, Any]) -> Any:
     """The model of one manifest."""
     (only,) = models(manifest)
     return only
+
+
+# ----- node filters: taints, tolerations, affinity, container resources -------------------------
+def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, Any]:
+    """One entry of a Node's spec.taints."""
+    entry: dict[str, Any] = {"key": key, "effect": effect}
+    if value:
+        entry["value"] = value
+    return entry
+
+
+def toleration(key: str = "", value: str | None = None, *, operator: str | None = None,
+               effect: str | None = None) -> dict[str, Any]:
+    """One entry of a Pod's spec.tolerations; only the fields given are written."""
+    entry: dict[str, Any] = {}
+    for name, given in (("key", key), ("operator", operator), ("value", value), ("effect", effect)):
+        if given:
+            entry[name] = given
+    return entry
+
+
+def requirement(key: str, operator: str, *values: str) -> dict[str, Any]:
+    """One node selector requirement (matchExpressions / matchFields entry)."""
+    entry: dict[str, Any] = {"key": key, "operator": operator}
+    if values:
+        entry["values"] = list(values)
+    return entry
+
+
+def node_affinity(*terms: Sequence[dict[str, Any]], fields: Sequence[Sequence[dict[str, Any]]] = ()) -> dict[str, Any]:
+    """spec.affinity with a required node affinity: one term per `terms` entry (its matchExpressions),
+    then one term per `fields` entry (its matchFields)."""
+    selector_terms = [{"matchExpressions": list(t)} for t in terms] + [{"matchFields": list(f)} for f in fields]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": selector_terms}}}
+
+
+def container(name: str = "main", *, requests: Mapping[str, str] | None = None,
+              limits: Mapping[str, str] | None = None, restart_policy: str | None = None) -> dict[str, Any]:
+    """A container (or init container; `restart_policy="Always"` makes an init container a sidecar)."""
+    entry: dict[str, Any] = {"name": name}
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = dict(requests)
+    if limits is not None:
+        resources["limits"] = dict(limits)
+    if resources:
+        entry["resources"] = resources
+    if restart_policy is not None:
+        entry["restartPolicy"] = restart_policy
+    return entry
+
+
+def with_spec(manifest: Manifest, **spec: Any) -> Manifest:
+    """A copy of `manifest` with these spec fields set (e.g. `tolerations=[...]`, `affinity=...`,
+    `containers=[...]`, `initContainers=[...]`, `overhead={...}`, `resources={...}`, `taints=[...]`,
+    `unschedulable=True`)."""
+    return {**manifest, "spec": {**manifest.get("spec", {}), **spec}}

@@ -38,8 +38,9 @@ PUBLIC = {
         "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection", "DeviceTaint",
         "DeviceToleration", "EXACT_COUNT", "Model", "Node", "NodeSelector", "NodeSelectorRequirement",
         "NodeSelectorTerm", "ObjectMeta", "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus",
-        "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "ScalarValue", "is_supported",
-        "node_name_selector", "parse_object", "parse_objects", "qualified_name", "qualify",
+        "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceRequirements", "ResourceSlice",
+        "ScalarValue", "Taint", "Toleration", "is_supported", "node_name_selector", "parse_object", "parse_objects",
+        "qualified_name", "qualify",
     ],
     "admission.core.review": [
         "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",

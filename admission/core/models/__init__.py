@@ -10,7 +10,13 @@ from admission.core.models.node_selector import (
     node_name_selector,
 )
 from admission.core.models.parse import Model, is_supported, parse_object, parse_objects
-from admission.core.models.pod import Container, Pod, PodResourceClaim, PodResourceClaimStatus
+from admission.core.models.pod import (
+    Container,
+    Pod,
+    PodResourceClaim,
+    PodResourceClaimStatus,
+    ResourceRequirements,
+)
 from admission.core.models.resource_claim import (
     ALL,
     EXACT_COUNT,
@@ -41,14 +47,14 @@ from admission.core.models.resource_slice import (
     qualified_name,
     qualify,
 )
+from admission.core.models.taint import Taint, Toleration
 
 __all__ = [
-    "ALL", "EXACT_COUNT", "AllocatedConfig", "AllocationResult", "AttributeValue", "CapacityRange",
-    "ClaimConfig", "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet",
-    "Device", "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest",
-    "DeviceSelection", "DeviceTaint", "DeviceToleration", "Model", "Node", "NodeSelector",
-    "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "OpaqueConfig", "Pod", "PodResourceClaim",
-    "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice",
-    "ScalarValue", "is_supported", "node_name_selector", "parse_object", "parse_objects", "qualified_name",
-    "qualify",
+    "ALL", "EXACT_COUNT", "AllocatedConfig", "AllocationResult", "AttributeValue", "CapacityRange", "ClaimConfig",
+    "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device", "DeviceAllocation",
+    "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection", "DeviceTaint",
+    "DeviceToleration", "Model", "Node", "NodeSelector", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta",
+    "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim",
+    "ResourceClaimTemplate", "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint", "Toleration",
+    "is_supported", "node_name_selector", "parse_object", "parse_objects", "qualified_name", "qualify",
 ]

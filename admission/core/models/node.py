@@ -1,4 +1,4 @@
-"""core/v1 Node: what DRA node selection and extended resources look at."""
+"""core/v1 Node: what DRA node selection, extended resources and the scheduler's node filters look at."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from admission.core.models._fields import Fields
 from admission.core.models.meta import ObjectMeta, parse_meta
 from admission.core.models.node_selector import NAME_FIELD
+from admission.core.models.taint import Taint, parse_taint
 from admission.core.quantity import Quantity
 
 
@@ -16,6 +17,7 @@ class Node:
     meta: ObjectMeta
     allocatable: Mapping[str, Quantity] = field(default_factory=dict)
     unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
 
     @property
     def name(self) -> str:
@@ -32,8 +34,10 @@ class Node:
 
 
 def parse_node(obj: str, manifest: Fields) -> Node:
+    spec, status = manifest.map("spec"), manifest.map("status")
     return Node(
         meta=parse_meta(obj, manifest, namespaced=False),
-        allocatable=manifest.map("status").quantity_map("allocatable"),
-        unschedulable=manifest.map("spec").bool("unschedulable"),
+        allocatable=status.quantity_map("allocatable"),
+        unschedulable=spec.bool("unschedulable"),
+        taints=tuple(parse_taint(t) for t in spec.maps("taints")),
     )

@@ -1,4 +1,4 @@
-"""core/v1 Pod: only what admission and DRA allocation need."""
+"""core/v1 Pod: only what admission, DRA allocation and the scheduler's node filters need."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from admission.core.models._fields import Fields
 from admission.core.models.meta import Named, ObjectMeta, parse_meta
+from admission.core.models.node_selector import NodeSelector, parse_node_selector
+from admission.core.models.taint import Toleration, parse_toleration
 from admission.core.quantity import Quantity
 
 
@@ -19,9 +21,26 @@ class PodResourceClaim:
     resource_claim_template_name: str | None = None
 
 
+SIDECAR_RESTART_POLICY = "Always"
+DO_NOT_SCHEDULE = "DoNotSchedule"
+
+
 @dataclass(frozen=True, slots=True)
 class Container:
     name: str
+    requests: Mapping[str, Quantity] = field(default_factory=dict)
+    limits: Mapping[str, Quantity] = field(default_factory=dict)
+    restart_policy: str = ""  # `Always` on an init container makes it a sidecar
+
+    @property
+    def is_sidecar(self) -> bool:
+        return self.restart_policy == SIDECAR_RESTART_POLICY
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRequirements:
+    """Pod-level `spec.resources` (PodLevelResources)."""
+
     requests: Mapping[str, Quantity] = field(default_factory=dict)
     limits: Mapping[str, Quantity] = field(default_factory=dict)
 
@@ -43,6 +62,17 @@ class Pod(Named):
     scheduling_gates: tuple[str, ...] = ()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
     phase: str = ""
+    tolerations: tuple[Toleration, ...] = ()
+    # spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+    node_affinity: NodeSelector | None = None
+    overhead: Mapping[str, Quantity] = field(default_factory=dict)
+    resources: ResourceRequirements = field(default_factory=ResourceRequirements)
+    # How many required (hard) inter-pod constraints the pod has: terms of
+    # podAffinity/podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution, and
+    # topologySpreadConstraints with whenUnsatisfiable DoNotSchedule.
+    required_pod_affinity: int = 0
+    required_pod_anti_affinity: int = 0
+    hard_topology_spread: int = 0
 
     @property
     def uid(self) -> str:
@@ -86,6 +116,10 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
             raise entry.fail("resourceClaimName",
                              "exactly one of resourceClaimName and resourceClaimTemplateName must be set")
         claims.append(PodResourceClaim(entry.str("name", required=True), by_name, by_template))
+    affinity = spec.map("affinity")
+    node_affinity = affinity.map("nodeAffinity")
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    pod_resources = spec.map("resources")
     return Pod(
         meta=parse_meta(obj, manifest, namespaced=True, default_namespace=default_namespace),
         resource_claims=tuple(claims),
@@ -98,9 +132,19 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
             PodResourceClaimStatus(s.str("name", required=True), s.opt_str("resourceClaimName"))
             for s in status.maps("resourceClaimStatuses")),
         phase=status.str("phase"),
+        tolerations=tuple(parse_toleration(t) for t in spec.maps("tolerations")),
+        node_affinity=parse_node_selector(node_affinity.map(required)) if node_affinity.has(required) else None,
+        overhead=spec.quantity_map("overhead"),
+        resources=ResourceRequirements(pod_resources.quantity_map("requests"), pod_resources.quantity_map("limits")),
+        required_pod_affinity=len(affinity.map("podAffinity").list(required)),
+        required_pod_anti_affinity=len(affinity.map("podAntiAffinity").list(required)),
+        # whenUnsatisfiable is required by the API; a constraint without it is taken as the hard form.
+        hard_topology_spread=sum(1 for c in spec.maps("topologySpreadConstraints")
+                                 if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
     )
 
 
 def _container(fields: Fields) -> Container:
     resources = fields.map("resources")
-    return Container(fields.str("name"), resources.quantity_map("requests"), resources.quantity_map("limits"))
+    return Container(fields.str("name"), resources.quantity_map("requests"), resources.quantity_map("limits"),
+                     fields.str("restartPolicy"))
