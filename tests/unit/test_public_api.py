@@ -42,6 +42,13 @@ PUBLIC = {
         "ScalarValue", "Taint", "Toleration", "is_supported", "node_name_selector", "parse_object", "parse_objects",
         "qualified_name", "qualify",
     ],
+    "admission.core.nodefit": [
+        "AFFINITY_MISMATCH", "NODE_NAME_MISMATCH", "NodeFacts", "NodeFitIndex", "NodeUsage", "PodFit",
+        "TOO_MANY_PODS", "UNSCHEDULABLE", "allocatable_amounts", "container_requests", "insufficient",
+        "is_extended_resource", "is_scalar_resource", "matches_node_affinity", "matches_node_selector",
+        "pod_requests", "resource_reasons", "scheduler_amounts", "static_reason", "tolerates_unschedulable",
+        "untolerated", "untolerated_taint",
+    ],
     "admission.core.review": [
         "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",
         "pod_queue", "selector_matches", "validate",

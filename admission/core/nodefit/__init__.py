@@ -1,0 +1,40 @@
+"""The kube-scheduler's node filters that decide whether a pod fits a node, besides its DRA claims.
+
+NodeUnschedulable, TaintToleration, NodeAffinity (node selector and required node affinity) and
+NodeResourcesFit (cpu, memory, ephemeral-storage, extended resources, pod count) with the
+scheduler's own request arithmetic (sidecars, init containers, pod-level resources, overhead).
+Pure: `PodFit.of(pod)` and `NodeFitIndex(nodes, pods, classes)` are computed once; `static_reason`
+and `resource_reasons` answer per node, in the scheduler's words.
+"""
+
+from admission.core.nodefit.affinity import matches_node_affinity, matches_node_selector
+from admission.core.nodefit.fit import (
+    AFFINITY_MISMATCH,
+    NODE_NAME_MISMATCH,
+    TOO_MANY_PODS,
+    UNSCHEDULABLE,
+    NodeFacts,
+    NodeFitIndex,
+    NodeUsage,
+    PodFit,
+    insufficient,
+    resource_reasons,
+    static_reason,
+    untolerated,
+)
+from admission.core.nodefit.requests import (
+    allocatable_amounts,
+    container_requests,
+    is_extended_resource,
+    is_scalar_resource,
+    pod_requests,
+    scheduler_amounts,
+)
+from admission.core.nodefit.taints import tolerates_unschedulable, untolerated_taint
+
+__all__ = [
+    "AFFINITY_MISMATCH", "NODE_NAME_MISMATCH", "TOO_MANY_PODS", "UNSCHEDULABLE", "NodeFacts", "NodeFitIndex",
+    "NodeUsage", "PodFit", "allocatable_amounts", "container_requests", "insufficient", "is_extended_resource",
+    "is_scalar_resource", "matches_node_affinity", "matches_node_selector", "pod_requests", "resource_reasons",
+    "scheduler_amounts", "static_reason", "tolerates_unschedulable", "untolerated", "untolerated_taint",
+]

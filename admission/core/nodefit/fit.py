@@ -1,0 +1,204 @@
+"""Does a pod fit a node, as the kube-scheduler's node filters decide, and if not, why not.
+
+Filters, in the scheduler's order: NodeUnschedulable, TaintToleration, NodeAffinity (these depend
+only on the pod and the node: `static_reason`), then NodeResourcesFit (`resource_reasons`, which
+depends on what the pods already on the node request). Reasons use the scheduler's wording, so a
+summary reads like its "0/4 nodes are available: ..." message.
+
+Resources are compared in the scheduler's integer units (see `requests.scheduler_amounts`). A
+resource a node does not list counts as zero, except that a node listing no allocatable resources
+at all is not checked (only hand-written manifests lack them; a kubelet always reports them), and
+the pod count is checked only when the node lists `pods`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from admission.core.models import DeviceClass, Node, NodeSelector, Pod, Taint, Toleration
+from admission.core.nodefit.affinity import matches_node_affinity
+from admission.core.nodefit.requests import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    allocatable_amounts,
+    pod_requests,
+    scheduler_amounts,
+)
+from admission.core.nodefit.taints import FILTERED_EFFECTS, tolerates_unschedulable, untolerated_taint
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+TOO_MANY_PODS = "Too many pods"
+DRA_EXTENDED = "node(s) would serve {} from DRA devices (DRAExtendedResource), which draq does not allocate yet"
+_FIRST = (CPU, MEMORY, EPHEMERAL_STORAGE)
+_NONE: Mapping[str, int] = {}
+
+
+def untolerated(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {taint.describe()}"
+
+
+def insufficient(resource: str) -> str:
+    return f"Insufficient {resource}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodFit:
+    """What the node filters need of one pod, computed once: its requests in scheduler units, its node
+    selector and required node affinity, its tolerations."""
+
+    key: str
+    requests: Mapping[str, int] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_affinity: NodeSelector | None = None
+    tolerations: tuple[Toleration, ...] = ()
+
+    @staticmethod
+    def of(pod: Pod) -> PodFit:
+        return PodFit(pod.key, scheduler_amounts(pod_requests(pod)), dict(pod.node_selector), pod.node_affinity,
+                      pod.tolerations)
+
+    @property
+    def placement_key(self) -> tuple[object, ...]:
+        """Equal for pods the static filters treat alike (gangs of identical pods share their answers)."""
+        return (tuple(sorted(self.node_selector.items())), self.node_affinity, self.tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """What the node filters need of one node: labels, allocatable in scheduler units (None: not checked),
+    the taints that filter (NoSchedule, NoExecute), and whether it is cordoned."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    allocatable: Mapping[str, int] | None = None
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+    @staticmethod
+    def of(node: Node) -> NodeFacts:
+        return NodeFacts(node.name, node.labels, allocatable_amounts(node.allocatable) if node.allocatable else None,
+                         tuple(t for t in node.taints if t.effect in FILTERED_EFFECTS), node.unschedulable)
+
+
+def static_reason(pod: PodFit, node: NodeFacts) -> str | None:
+    """Why the pod can never run on the node, whatever runs there (None: it may)."""
+    if node.unschedulable and not tolerates_unschedulable(pod.tolerations):
+        return UNSCHEDULABLE
+    if node.taints:
+        taint = untolerated_taint(node.taints, pod.tolerations)
+        if taint is not None:
+            return untolerated(taint)
+    if not matches_node_affinity(pod.node_selector, pod.node_affinity, node.labels, node.name):
+        return AFFINITY_MISMATCH
+    return None
+
+
+def resource_reasons(pod: PodFit, node: NodeFacts, used: Mapping[str, int],
+                     skipped: Iterable[str] = ()) -> list[str]:
+    """What the node lacks for the pod next to the pods already on it (`used`, with their count under
+    `pods`); resources in `skipped` are not checked here (they are served by DRA devices)."""
+    allocatable = node.allocatable
+    if allocatable is None:
+        return []
+    reasons = []
+    if PODS in allocatable and used.get(PODS, 0) + 1 > allocatable[PODS]:
+        reasons.append(TOO_MANY_PODS)
+    requests = pod.requests
+    if not requests:
+        return reasons
+    skip = frozenset(skipped)
+    for name in _FIRST:
+        wanted = requests.get(name)
+        if wanted and wanted > allocatable.get(name, 0) - used.get(name, 0):
+            reasons.append(insufficient(name))
+    for name in sorted(requests):
+        if name in _FIRST or name in skip:
+            continue
+        if requests[name] > allocatable.get(name, 0) - used.get(name, 0):
+            reasons.append(insufficient(name))
+    return reasons
+
+
+class NodeUsage:
+    """Per node, what the pods on it request (scheduler units) and how many they are (under `pods`).
+
+    Immutable: `plus` returns a new usage that shares everything but the one node it changes, so a
+    search can keep one per branch cheaply.
+    """
+
+    __slots__ = ("_base", "_changed")
+
+    def __init__(self, base: Mapping[str, Mapping[str, int]] | None = None,
+                 changed: Mapping[str, Mapping[str, int]] | None = None) -> None:
+        self._base = base or {}
+        self._changed = changed or {}
+
+    def on(self, node: str) -> Mapping[str, int]:
+        found = self._changed.get(node)
+        return found if found is not None else self._base.get(node, _NONE)
+
+    def plus(self, node: str, requests: Mapping[str, int]) -> NodeUsage:
+        """One more pod with `requests` on `node`."""
+        updated = dict(self.on(node))
+        for name, amount in requests.items():
+            updated[name] = updated.get(name, 0) + amount
+        updated[PODS] = updated.get(PODS, 0) + 1
+        return NodeUsage(self._base, {**self._changed, node: updated})
+
+    @staticmethod
+    def of_pods(pods: Iterable[Pod]) -> NodeUsage:
+        """What the pods bound to nodes take there; pods that have succeeded or failed take nothing."""
+        by_node: dict[str, dict[str, int]] = {}
+        for pod in pods:
+            if not pod.node_name or pod.phase in TERMINAL_PHASES:
+                continue
+            used = by_node.setdefault(pod.node_name, {})
+            for name, amount in scheduler_amounts(pod_requests(pod)).items():
+                used[name] = used.get(name, 0) + amount
+            used[PODS] = used.get(PODS, 0) + 1
+        return NodeUsage(by_node)
+
+
+class NodeFitIndex:
+    """The node side of the node filters for one snapshot, computed once: every node's facts, what the
+    pods bound to nodes use, and which extended resources a DeviceClass serves (KEP 5004)."""
+
+    def __init__(self, nodes: Iterable[Node] = (), pods: Iterable[Pod] = (),
+                 classes: Iterable[DeviceClass] = ()) -> None:
+        self.nodes: dict[str, NodeFacts] = {n.name: NodeFacts.of(n) for n in nodes}
+        self.usage = NodeUsage.of_pods(pods)
+        served = set()
+        for device_class in classes:
+            served.add(IMPLICIT_EXTENDED_PREFIX + device_class.name)
+            if device_class.extended_resource_name:
+                served.add(device_class.extended_resource_name)
+        self.dra_extended = frozenset(served)
+
+    def dra_served(self, pod: PodFit, node: NodeFacts) -> tuple[str, ...]:
+        """Extended resources the pod requests that this node would get from DRA devices: a DeviceClass
+        serves them and the node does not list them (with DRAExtendedResource on)."""
+        if not self.dra_extended:
+            return ()
+        allocatable = node.allocatable or _NONE
+        return tuple(name for name in pod.requests if name in self.dra_extended and not allocatable.get(name))
+
+    def reasons(self, pod: PodFit, node: str, usage: NodeUsage | None = None,
+                extended_resource: bool = False) -> list[str]:
+        """Every reason the pod does not fit the node (empty: it fits), the static one first."""
+        facts = self.nodes[node]
+        static = static_reason(pod, facts)
+        if static is not None:
+            return [static]
+        delegated = self.dra_served(pod, facts) if extended_resource else ()
+        reasons = resource_reasons(pod, facts, (usage or self.usage).on(node), delegated)
+        if delegated:
+            reasons.append(DRA_EXTENDED.format(", ".join(delegated)))
+        return reasons
