@@ -22,12 +22,12 @@ from admission.core.cycle import (
     Wait,
     admitted_event,
     admitted_status,
+    charge_corrections,
     charging_inventory,
     next_phase,
     pending_counts,
     pending_status,
     phase_change,
-    reconcile_group,
     run_cycle,
     unreleased_members,
 )
@@ -105,6 +105,7 @@ class Operator:
         now = self.clock.now()
         changed = await self._finish_releases(reading)
         changed |= await self._advance_phases(reading)
+        changed |= await self._correct_charges(reading)
         changed |= await self.evictor.finish_evictions(reading)
         changed |= await self.evictor.evict_overdue(reading, now)
         changed |= await self.evictor.resume_due(reading, now)
@@ -192,17 +193,11 @@ class Operator:
     # ----- after admission --------------------------------------------------------------------------
     async def _advance_phases(self, reading: Reading) -> bool:
         changed = False
-        inventory = None
         for group in reading.cycle.groups:
             phase = next_phase(group)
             if phase is None:
                 continue
-            reconciliation = None
-            if phase is Phase.RUNNING:
-                inventory = inventory or charging_inventory(reading.cycle.snapshot, self.gates)
-                reconciliation = reconcile_group(group, reading.cycle.snapshot.claims, reading.cycle.snapshot.templates,
-                                                 reading.cycle.units, inventory, device_selected)
-            change = phase_change(phase, len(group.pods), reconciliation)
+            change = phase_change(phase, len(group.pods))
             try:
                 written = await self.writer.pod_group_status(group.namespace, group.name, change.status)
             except KubeApiError as err:
@@ -211,8 +206,30 @@ class Operator:
             changed = True
             log.info("group %s is %s", group.key, phase.value)
             await self.writer.event(written, change.reason, change.message)
-            if change.warning:
-                await self.writer.event(written, "ChargeDiffers", change.warning, warning=True)
+        return changed
+
+    async def _correct_charges(self, reading: Reading) -> bool:
+        """Running groups: the recorded charge follows what their claims really hold."""
+        cycle = reading.cycle
+        running = [g for g in cycle.groups if g.pod_group is not None and g.pod_group.phase is Phase.RUNNING]
+        if not running:
+            return False
+        inventory = charging_inventory(cycle.snapshot, self.gates)
+        changed = False
+        for correction in charge_corrections(running, cycle.snapshot.claims, cycle.snapshot.templates, cycle.units,
+                                             inventory, device_selected):
+            group = next(g for g in running if g.key == correction.group)
+            assert group.pod_group is not None
+            try:
+                written = await self.writer.pod_group_status(group.namespace, group.name,
+                                                             correction.status(group.pod_group.borrowed))
+            except KubeApiError as err:
+                self._group_failed(group, err)
+                continue
+            changed = True
+            log.info("group %s: charge corrected: %s", group.key, correction.describe())
+            await self.writer.event(written, "ChargeCorrected", "charge now follows the real allocation: "
+                                    + correction.describe(), warning=True)
         return changed
 
     async def _write_queue_status(self, reading: Reading, state: QueueState, waiting: tuple[Wait, ...]) -> None:

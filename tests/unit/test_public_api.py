@@ -15,11 +15,11 @@ PUBLIC = {
         "members_for", "place_gang", "pod_claims",
     ],
     "admission.core.cycle": [
-        "Admit", "CycleInput", "CycleResult", "DEFAULT_BIND_TIMEOUT", "Evict", "GroupDecision", "GroupView", "PendingCounts", "PhaseChange",
+        "Admit", "ChargeCorrection", "CycleInput", "CycleResult", "DEFAULT_BIND_TIMEOUT", "Evict", "GroupDecision", "GroupView", "PendingCounts", "PhaseChange",
         "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status", "charging_inventory",
-        "collect_groups", "due_for_requeue", "evicted_status", "is_managed", "next_phase", "overdue", "pending_counts", "pending_status", "phase_change",
+        "charge_corrections", "collect_groups", "due_for_requeue", "evicted_status", "is_managed", "next_phase", "overdue", "pending_counts", "pending_status", "phase_change",
         "plan_status", "planned_allocation", "promised_allocations", "promised_devices", "rebuild_state",
-        "reconcile_group", "recorded_plan", "run_cycle", "unreleased_members",
+        "recorded_plan", "run_cycle", "unreleased_members",
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",

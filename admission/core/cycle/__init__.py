@@ -2,7 +2,7 @@
 
 `collect_groups` turns managed pods and PodGroups into `GroupView`s; `run_cycle(CycleInput)` decides,
 for every pending group, `Admit` (charge, borrowed part, plan) or `Wait` (reason and message);
-`rebuild_state`, `promised_devices`, `next_phase`, `unreleased_members` and `reconcile_group` carry
+`rebuild_state`, `promised_devices`, `next_phase`, `unreleased_members` and `charge_corrections` carry
 admissions across cycles and restarts; `status` renders what the operator writes.
 """
 
@@ -20,10 +20,11 @@ from admission.core.cycle.eviction import DEFAULT_BIND_TIMEOUT, Evict, due_for_r
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
 from admission.core.cycle.progress import (
+    ChargeCorrection,
+    charge_corrections,
     next_phase,
     promised_devices,
     rebuild_state,
-    reconcile_group,
     unreleased_members,
 )
 from admission.core.cycle.status import (
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_BIND_TIMEOUT",
     "TERMINAL_PHASES",
     "Admit",
+    "ChargeCorrection",
     "CycleInput",
     "CycleResult",
     "Evict",
@@ -52,6 +54,7 @@ __all__ = [
     "WaitReason",
     "admitted_event",
     "admitted_status",
+    "charge_corrections",
     "charging_inventory",
     "collect_groups",
     "due_for_requeue",
@@ -67,7 +70,6 @@ __all__ = [
     "promised_allocations",
     "promised_devices",
     "rebuild_state",
-    "reconcile_group",
     "recorded_plan",
     "run_cycle",
     "unreleased_members",

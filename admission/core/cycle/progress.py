@@ -4,12 +4,15 @@ and the devices admitted-but-unbound groups still hold back."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import promised_allocations
 from admission.core.models import AllocationResult, ResourceClaim, ResourceClaimTemplate
 from admission.core.quota import (
     Admission,
+    Amounts,
     ClusterQueue,
     CompiledUnit,
     GroupObjects,
@@ -20,7 +23,9 @@ from admission.core.quota import (
     SelectionFilter,
     Unchargeable,
     charge_group,
+    charge_status,
     reconcile,
+    reconciliation_status,
 )
 
 
@@ -74,15 +79,47 @@ def unreleased_members(group: GroupView) -> tuple[str, ...]:
     return tuple(p.name for p in group.gated if not planned or p.name in planned)
 
 
-def reconcile_group(group: GroupView, claims: Mapping[str, ResourceClaim],
-                    templates: Mapping[str, ResourceClaimTemplate], units: Sequence[CompiledUnit],
-                    inventory: Inventory, matches: SelectionFilter) -> Reconciliation | None:
-    """The recorded charge against what the group's claims really hold; None when it cannot be charged."""
-    if group.pod_group is None:
-        return None
-    try:
-        allocated = charge_group(GroupObjects(group.pods, claims, templates), units, inventory, matches,
-                                 allocated_only=True)
-    except Unchargeable:
-        return None
-    return reconcile(group.pod_group.charge, allocated)
+@dataclass(frozen=True, slots=True)
+class ChargeCorrection:
+    """A running group's recorded charge replaced by what its live members' claims really hold."""
+
+    group: str
+    charge: Amounts
+    reconciliation: Reconciliation
+
+    def status(self, borrowed: Amounts) -> dict[str, Any]:
+        kept = Amounts.of((unit, min(amount, self.charge.get(unit))) for unit, amount in borrowed)
+        return {"charge": charge_status(self.charge, kept),
+                "reconciliation": reconciliation_status(self.reconciliation),
+                "message": f"all members are bound; charge follows the real allocation ({self.describe()})"}
+
+    def describe(self) -> str:
+        return "; ".join(d.describe() for d in self.reconciliation.differences)
+
+
+def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
+                       templates: Mapping[str, ResourceClaimTemplate], units: Sequence[CompiledUnit],
+                       inventory: Inventory, matches: SelectionFilter) -> tuple[ChargeCorrection, ...]:
+    """Running groups whose recorded charge differs from what their claims hold now.
+
+    Only members that are still running count (a finished member's claims are released), and only
+    once every one of their claims is allocated: while an allocation is still arriving the recorded
+    charge stands, so usage never dips below what the group will hold.
+    """
+    corrections = []
+    for group in groups:
+        pod_group = group.pod_group
+        if pod_group is None or pod_group.phase is not Phase.RUNNING:
+            continue
+        live = tuple(p for p in group.pods if p.phase not in TERMINAL_PHASES)
+        if not live:
+            continue  # the group is finishing: its charge is released as a whole
+        try:
+            allocated = charge_group(GroupObjects(live, claims, templates), units, inventory, matches,
+                                     allocated_only=True)
+        except Unchargeable:
+            continue
+        if allocated.unallocated or allocated.total == pod_group.charge:
+            continue
+        corrections.append(ChargeCorrection(group.key, allocated.total, reconcile(pod_group.charge, allocated)))
+    return tuple(corrections)

@@ -10,7 +10,7 @@ from typing import Any
 
 from admission.core.cycle.decide import Admit, Wait
 from admission.core.cycle.groups import GroupView
-from admission.core.quota import Phase, Reconciliation, RecordedPlan, charge_status, reconciliation_status
+from admission.core.quota import Phase, RecordedPlan, charge_status
 
 ADMITTED_CONDITION = "Admitted"
 
@@ -49,25 +49,17 @@ def admitted_event(admit: Admit) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PhaseChange:
-    """What the operator writes when an admitted group moves on: a status body, an Event, and a warning
-    when the real allocations differ from the recorded charge."""
+    """What the operator writes when an admitted group moves on: a status body and an Event."""
 
     status: dict[str, Any]
     reason: str
     message: str
-    warning: str = ""
 
 
-def phase_change(phase: Phase, members: int, reconciliation: Reconciliation | None = None) -> PhaseChange:
+def phase_change(phase: Phase, members: int) -> PhaseChange:
     running = phase is Phase.RUNNING
     message = "all members are bound" if running else "all members have finished; the charge is released"
-    status: dict[str, Any] = {"phase": phase.value, "members": members, "message": message}
-    warning = ""
-    if reconciliation is not None:
-        status["reconciliation"] = reconciliation_status(reconciliation)
-        if reconciliation.differences:
-            warning = "charge differs from the real allocations: " + reconciliation.describe()
-    return PhaseChange(status, phase.value, message, warning)
+    return PhaseChange({"phase": phase.value, "members": members, "message": message}, phase.value, message)
 
 
 @dataclass(frozen=True, slots=True)

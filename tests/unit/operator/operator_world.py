@@ -48,16 +48,17 @@ def gates_of(api: FakeApi, pod: str) -> list[str]:
     return [g["name"] for g in obj["spec"].get("schedulingGates") or []]
 
 
-async def bind_as_planned(api: FakeApi, pod: str, group: str) -> None:
+async def bind_as_planned(api: FakeApi, pod: str, group: str, devices: int | None = None) -> None:
     """What the scheduler does for a planned member: create its template claim with the planned devices
-    allocated, then bind the pod to the planned node."""
+    allocated (only the first `devices` of them, to play a scheduler that allocated differently), then
+    bind the pod to the planned node."""
     record = api.get_object("PodGroup", NS, group)
     assert record is not None
     plan = record["status"]["plan"]
     node = next(p["node"] for p in plan["pods"] if p["name"] == pod)
     planned = next(c for c in plan["claims"] if c["name"] == f"{pod}/gpu")
     results = []
-    for entry in planned["devices"]:
+    for entry in planned["devices"][:devices]:
         driver, pool, device = entry["device"].split("/")
         results.append({"request": entry["request"], "driver": driver, "pool": pool, "device": device})
     template = api.get_object("ResourceClaimTemplate", NS, f"{group}-gpus")

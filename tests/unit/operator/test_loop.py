@@ -146,7 +146,7 @@ def test_a_group_moves_to_running_when_bound_and_finished_when_done() -> None:
         await operator.reconcile()
         group = api.get_object("PodGroup", NS, "train")
         assert group is not None and group["status"]["phase"] == "Running"
-        assert group["status"]["reconciliation"] == []  # the real allocation matches the charge
+        assert group["status"]["charge"] == [{"unit": "gpus", "amount": "4"}]  # matches the real allocation
         await api.merge_patch(f"/api/v1/namespaces/{NS}/pods/train-0", {"status": {"phase": "Succeeded"}})
         await asyncio.sleep(0.05)
         await operator.reconcile()
