@@ -133,7 +133,7 @@ def charging_case(pods: int, nodes: int, gpus: int) -> tuple[GroupObjects, Inven
     group_pods = tuple(m for m in models if isinstance(m, Pod))
     templates = {f"{m.namespace}/{m.name}": m for m in models if isinstance(m, ResourceClaimTemplate)}
     objects = GroupObjects(group_pods, {}, templates)
-    members = members_for(group_pods, {}, templates, snapshot.nodes)
+    members = members_for(group_pods, {}, templates)
     placed = place_gang(Allocator(snapshot, GATES), members)
     assert placed.feasible, placed.reason
     plan = Plan(dict(placed.placements), dict(placed.allocations))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
 from admission.core.allocator.inventory import NodeView, SnapshotIndex
@@ -24,6 +25,7 @@ from admission.core.models import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from admission.core.nodefit import NodeFitIndex
 
 # About 10 s of scheduler search time in upstream terms; beyond it the answer is "gave up".
 DEFAULT_BUDGET = 2_000_000
@@ -95,6 +97,11 @@ class Snapshot:
 
     def allocated_claims(self) -> list[ResourceClaim]:
         return [c for c in self.claims.values() if c.allocation is not None]
+
+    @cached_property
+    def node_fit(self) -> NodeFitIndex:
+        """The node side of the scheduler's node filters (what bound pods use per node), built once."""
+        return NodeFitIndex(self.nodes.values(), self.pods.values(), self.inventory.classes.values())
 
 
 class Allocator:

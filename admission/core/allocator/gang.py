@@ -1,15 +1,18 @@
 """Gang placement: all pods of a group on nodes, one after another, as the scheduler would place them.
 
-Each pod's claims are allocated together on its node; a claim shared by several pods is allocated
-once, by the first pod, and later pods must land where that allocation is usable. Devices taken by
-earlier pods are in use for later ones. The node search is bounded: nodes are tried in a fixed,
-sensible order, and a member that fits nowhere makes the previous member move on, at most
-`max_backtracks` times in total.
+A pod goes only on a node that passes the scheduler's node filters for it (`admission.core.nodefit`:
+cordon, taints, node selector and affinity, cpu/memory/extended resources and pod count next to the
+pods already there and the group's pods placed before it). Each pod's claims are allocated together
+on its node; a claim shared by several pods is allocated once, by the first pod, and later pods must
+land where that allocation is usable. Devices and node resources taken by earlier pods are in use
+for later ones. The node search is bounded: nodes are tried in a fixed, sensible order, and a member
+that fits nowhere makes the previous member move on, at most `max_backtracks` times in total.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -17,10 +20,21 @@ from admission.core.allocator.api import Allocator, Outcome, Status
 from admission.core.allocator.explain import Explanation, explain_best
 from admission.core.allocator.usage import Usage
 from admission.core.errors import InvalidInput
-from admission.core.models import AllocationResult, Node, Pod, ResourceClaim, ResourceClaimTemplate
+from admission.core.models import AllocationResult, Pod, ResourceClaim, ResourceClaimTemplate
 from admission.core.models.meta import ObjectMeta
+from admission.core.nodefit import (
+    NODE_NAME_MISMATCH,
+    UNSCHEDULABLE,
+    NodeFitIndex,
+    NodeUsage,
+    PodFit,
+    resource_reasons,
+    static_reason,
+)
+from admission.core.nodefit.fit import DRA_EXTENDED
 
 DEFAULT_MAX_BACKTRACKS = 16
+DEVICES_UNFIT = "cannot allocate all claims"  # the scheduler's DRA filter, in its words
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +43,10 @@ class GangMember:
 
     key: str
     claims: tuple[ResourceClaim, ...]
-    # Nodes this pod may use (its node selector / affinity, decided by the caller); None = all nodes.
+    # Nodes this pod may use at most (e.g. its spec.nodeName); None = all nodes.
     nodes: tuple[str, ...] | None = None
+    # The pod's side of the scheduler's node filters; None: not checked (cordoned nodes are still skipped).
+    fit: PodFit | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +58,9 @@ class GangPlan:
     failed_member: str | None = None
     explanation: Explanation | None = None
     error: bool = False  # the reason is an allocation error (e.g. a CEL error), not a lack of devices
+    # The failed member passed the node filters nowhere: no node had room (or the right labels,
+    # tolerations) for it, so devices were never the question.
+    unschedulable: bool = False
 
 
 @dataclass(slots=True)
@@ -49,30 +68,52 @@ class _State:
     usage: Usage
     allocations: dict[str, AllocationResult]
     placements: dict[str, str]
-    # (claims shape, node) known not to fit. Usage only grows along a branch, so what did not fit
-    # stays unfit for every later pod with the same claims: gangs of identical pods skip full nodes.
+    nodes: NodeUsage
+    # (claims and requests shape, node) known not to fit. Usage only grows along a branch, so what did
+    # not fit stays unfit for every later pod of the same shape: gangs of identical pods skip full nodes.
     unfit: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """What stays fixed while one gang is placed."""
+
+    allocator: Allocator
+    index: NodeFitIndex
+    dra_extended: bool  # DRAExtendedResource: extended resources a node does not list may come from DRA
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """A member's nodes in the order tried, and why every other node is out whatever is placed."""
+
+    nodes: list[str]
+    rejected: Mapping[str, str]  # node -> reason
 
 
 def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
                promised: Iterable[AllocationResult] = (), usage: Usage | None = None,
-               max_backtracks: int = DEFAULT_MAX_BACKTRACKS) -> GangPlan:
-    """Place every member or say why not. `promised`: devices of admitted-but-unbound groups."""
+               nodes: NodeUsage | None = None, max_backtracks: int = DEFAULT_MAX_BACKTRACKS) -> GangPlan:
+    """Place every member or say why not. `promised`: devices of admitted-but-unbound groups;
+    `nodes`: what pods already take on each node (default: the pods bound in the snapshot)."""
     base = (usage or allocator.usage).copy()
     for allocation in promised:
         base.add(allocation, allocator.gates)
+    fit_index = allocator.snapshot.node_fit
+    search = _Search(allocator, fit_index, allocator.gates.extended_resource)
     node_names = sorted(allocator.snapshot.nodes)
-    states = [_State(base, {}, {})]
+    states = [_State(base, {}, {}, nodes if nodes is not None else fit_index.usage)]
     cursors = [0]
     backtracks = 0
-    candidates_of = [_candidates(allocator, m, node_names) for m in members]
+    static: dict[object, _Candidates] = {}
+    candidates_of = [_candidates(search, m, node_names, static) for m in members]
     last_failure: Outcome | None = None
     # The failure that got furthest is the one worth reporting.
     deepest: tuple[int, _State, Outcome | None] | None = None
     while len(states) <= len(members):
         index = len(states) - 1
         member, state = members[index], states[-1]
-        placed = _place_one(allocator, member, state, candidates_of[index], cursors[index])
+        placed = _place_one(search, member, state, candidates_of[index].nodes, cursors[index])
         if isinstance(placed, tuple):
             next_state, cursor = placed
             cursors[index] = cursor + 1
@@ -86,7 +127,7 @@ def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
             deepest = (index, state, last_failure)
         if index == 0 or backtracks >= max_backtracks:
             at, at_state, outcome = deepest
-            return _failure(allocator, members[at], at_state, candidates_of[at], outcome)
+            return _failure(search, members[at], at_state, candidates_of[at], outcome)
         backtracks += 1
         states.pop()
         cursors.pop()
@@ -94,39 +135,81 @@ def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
     return GangPlan(True, dict(final.placements), dict(final.allocations))
 
 
-def _candidates(allocator: Allocator, member: GangMember, node_names: list[str]) -> list[str]:
-    allowed = node_names if member.nodes is None else [n for n in node_names if n in set(member.nodes)]
-    return [n for n in allowed if not allocator.snapshot.nodes[n].unschedulable]
+def _candidates(search: _Search, member: GangMember, node_names: list[str],
+                static: dict[object, _Candidates]) -> _Candidates:
+    """The nodes the member may use by its node name, cordons, taints, selector and affinity (computed
+    once per kind of pod), in name order."""
+    key = (member.nodes, member.fit.placement_key if member.fit is not None else None)
+    found = static.get(key)
+    if found is not None:
+        return found
+    allowed = None if member.nodes is None else set(member.nodes)
+    nodes: list[str] = []
+    rejected: dict[str, str] = {}
+    for name in node_names:
+        facts = search.index.nodes[name]
+        if allowed is not None and name not in allowed:
+            reason: str | None = NODE_NAME_MISMATCH
+        elif member.fit is None:
+            reason = UNSCHEDULABLE if facts.unschedulable else None
+        else:
+            reason = static_reason(member.fit, facts)
+        if reason is None:
+            nodes.append(name)
+        else:
+            rejected[name] = reason
+    static[key] = found = _Candidates(nodes, rejected)
+    return found
 
 
-def _place_one(allocator: Allocator, member: GangMember, state: _State, candidates: list[str],
+def _node_reasons(search: _Search, member: GangMember, node: str, usage: NodeUsage) -> list[str]:
+    """Why the member does not fit the node next to what is on it now (resources; empty: it fits)."""
+    fit = member.fit
+    if fit is None:
+        return []
+    facts = search.index.nodes[node]
+    delegated = search.index.dra_served(fit, facts) if search.dra_extended else ()
+    reasons = resource_reasons(fit, facts, usage.on(node), delegated)
+    if delegated:
+        reasons.append(DRA_EXTENDED.format(", ".join(delegated)))
+    return reasons
+
+
+def _place_one(search: _Search, member: GangMember, state: _State, candidates: list[str],
                start: int) -> tuple[_State, int] | Outcome | None:
     """The first node from `start` on where the member fits, with the new state; else the last failure."""
+    allocator = search.allocator
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
-    shape = _shape(claims)
+    shape = _shape(claims, member.fit)
     last: Outcome | None = None
     for position in range(start, len(candidates)):
-        if (shape, candidates[position]) in state.unfit:
+        node = candidates[position]
+        if (shape, node) in state.unfit:
             continue
-        outcome = allocator.allocate(candidates[position], claims, state.usage)
+        if _node_reasons(search, member, node, state.nodes):
+            state.unfit.add((shape, node))
+            continue
+        outcome = allocator.allocate(node, claims, state.usage)
         if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
-            state.unfit.add((shape, candidates[position]))
+            state.unfit.add((shape, node))
         if outcome.allocatable:
             usage = state.usage.copy()
             allocations = dict(state.allocations)
             for key, allocation in outcome.allocations.items():
                 usage.add(allocation, allocator.gates)
                 allocations[key] = allocation
-            placements = {**state.placements, member.key: candidates[position]}
-            return _State(usage, allocations, placements, set(state.unfit)), position
+            placements = {**state.placements, member.key: node}
+            nodes = state.nodes if member.fit is None else state.nodes.plus(node, member.fit.requests)
+            return _State(usage, allocations, placements, nodes, set(state.unfit)), position
         last = outcome
         if outcome.status is Status.ERROR:
             return outcome  # a hard error fails on every node alike
     return last
 
 
-def _shape(claims: Sequence[ResourceClaim]) -> str:
-    return repr([(c.spec, c.key if c.allocation is not None else None, c.allocation) for c in claims])
+def _shape(claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
+    requests = sorted(fit.requests.items()) if fit is not None else None
+    return repr(([(c.spec, c.key if c.allocation is not None else None, c.allocation) for c in claims], requests))
 
 
 def _with_known_allocation(claim: ResourceClaim, allocations: Mapping[str, AllocationResult]) -> ResourceClaim:
@@ -134,19 +217,41 @@ def _with_known_allocation(claim: ResourceClaim, allocations: Mapping[str, Alloc
     return claim if found is None else dataclasses.replace(claim, allocation=found)
 
 
-def _failure(allocator: Allocator, member: GangMember, state: _State, candidates: list[str],
+def _failure(search: _Search, member: GangMember, state: _State, candidates: _Candidates,
              last: Outcome | None) -> GangPlan:
+    """Why the member fits nowhere in `state`: per node, the first node filter that fails, else its devices."""
+    allocator = search.allocator
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
-    best = explain_best(allocator, candidates, claims, state.usage)
+    tally: Counter[str] = Counter(candidates.rejected.values())
+    device_nodes = []
+    for node in candidates.nodes:
+        reasons = _node_reasons(search, member, node, state.nodes)
+        tally.update(reasons)
+        if not reasons:
+            device_nodes.append(node)
+    best = explain_best(allocator, device_nodes, claims, state.usage)
     placed = len(state.placements)
-    if not candidates:
+    unschedulable = not device_nodes and bool(tally)
+    if not allocator.snapshot.nodes:
         reason = f"pod {member.key}: no node to try"
-    elif last is not None and last.missing_class:
+    elif device_nodes and last is not None and last.missing_class:
         reason = f"pod {member.key}: device class {last.missing_class} does not exist"
     else:
-        reason = (f"pod {member.key} fits on no node after placing {placed} other pod(s) of the group"
-                  + (f"; best node {best.node}" if best else ""))
-    return GangPlan(False, dict(state.placements), dict(state.allocations), reason, member.key, best)
+        reason = f"pod {member.key} fits on no node after placing {placed} other pod(s) of the group"
+        if tally:
+            if device_nodes:
+                tally[DEVICES_UNFIT] += len(device_nodes)
+            reason += f": {nodes_available(len(allocator.snapshot.nodes), tally)}"
+        if best:
+            reason += f"; best node {best.node}"
+    return GangPlan(False, dict(state.placements), dict(state.allocations), reason, member.key, best,
+                    unschedulable=unschedulable)
+
+
+def nodes_available(total: int, tally: Mapping[str, int]) -> str:
+    """`0/4 nodes are available: 1 Insufficient cpu, 3 node(s) had untolerated taint {gpu: true}`: the
+    scheduler's summary, a node counted once per reason it fails."""
+    return f"0/{total} nodes are available: " + ", ".join(sorted(f"{n} {reason}" for reason, n in tally.items()))
 
 
 def pod_claims(snapshot_claims: Mapping[str, ResourceClaim], templates: Mapping[str, ResourceClaimTemplate],
@@ -175,15 +280,15 @@ def pod_claims(snapshot_claims: Mapping[str, ResourceClaim], templates: Mapping[
 
 
 def members_for(pods: Sequence[Pod], snapshot_claims: Mapping[str, ResourceClaim],
-                templates: Mapping[str, ResourceClaimTemplate], nodes: Mapping[str, Node]) -> list[GangMember]:
-    """Gang members for pods, honouring `spec.nodeName` and `spec.nodeSelector`."""
+                templates: Mapping[str, ResourceClaimTemplate]) -> list[GangMember]:
+    """Gang members for pods, with what the node filters need of each (`PodFit`). A pod that names its
+    node in `spec.nodeName` is not scheduled: it stays on that node, unfiltered (its requests are
+    already counted there when the snapshot holds it)."""
     members = []
     for pod in pods:
-        allowed: tuple[str, ...] | None = None
+        claims = pod_claims(snapshot_claims, templates, pod)
         if pod.node_name:
-            allowed = (pod.node_name,)
-        elif pod.node_selector:
-            allowed = tuple(n for n, node in nodes.items()
-                            if all(node.labels.get(k) == v for k, v in pod.node_selector.items()))
-        members.append(GangMember(pod.key, pod_claims(snapshot_claims, templates, pod), allowed))
+            members.append(GangMember(pod.key, claims, (pod.node_name,)))
+        else:
+            members.append(GangMember(pod.key, claims, fit=PodFit.of(pod)))
     return members

@@ -1,10 +1,11 @@
 """One admission cycle: order the pending groups, and admit each one whose charge and devices both fit.
 
-Pure. The input is an immutable snapshot (DRA objects, groups, queues, units, the queue accounting
-rebuilt from groups admitted before, devices promised to admitted-but-unbound groups); the output
-is one decision per pending group. Groups are taken by priority, then in creation order within a
-ClusterQueue, alternating between ClusterQueues at equal priority. Each admitted group's devices
-and charge are taken before the next group is considered; a group is admitted whole or not at all.
+Pure. The input is an immutable snapshot (DRA objects, nodes and the pods on them, groups, queues,
+units, the queue accounting rebuilt from groups admitted before, devices promised to
+admitted-but-unbound groups); the output is one decision per pending group. Groups are taken by
+priority, then in creation order within a ClusterQueue, alternating between ClusterQueues at equal
+priority. Each admitted group's devices, node resources and charge are taken before the next group
+is considered; a group is admitted whole or not at all.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
-from admission.core.cycle.groups import GroupView
+from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import recorded_plan
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
-from admission.core.models import AllocationResult, Device
+from admission.core.models import AllocationResult, Device, Pod
+from admission.core.nodefit import NodeUsage, PodFit
 from admission.core.quota import (
     Amounts,
     ChargeResult,
@@ -28,6 +30,7 @@ from admission.core.quota import (
     GroupObjects,
     Inventory,
     LocalQueue,
+    Phase,
     Plan,
     QueueingStrategy,
     QueueState,
@@ -46,6 +49,8 @@ class WaitReason(StrEnum):
     NO_QUEUE = "QueueMissing"
     QUOTA = "QuotaExceeded"
     DEVICES = "DevicesUnavailable"
+    NODES = "NodesUnavailable"  # a pod passes the scheduler's node filters (resources, taints, affinity) nowhere
+    UNSUPPORTED = "UnsupportedConstraint"  # required inter-pod constraints draq cannot check
     UNCHARGEABLE = "Unchargeable"
     BLOCKED = "BlockedByStrictFIFO"
     NO_UNIT = "QuotaUnitMissing"
@@ -113,6 +118,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     usage = allocator.usage.copy()
     for allocation in cycle.promised:
         usage.add(allocation, cycle.gates)
+    nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
     decisions: list[GroupDecision] = []
@@ -128,15 +134,35 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   cluster_queue))
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
-        decision = _decide(group, local, allocator, usage, inventory, state, cycle)
+        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle)
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
             for allocation in decision.allocations.values():
                 usage.add(allocation, cycle.gates)
+            nodes = _with_pods(nodes, group.pods, decision.placements)
         elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
             blocked[cluster_queue] = group.key
     return CycleResult(tuple(decisions), state, usage)
+
+
+def promised_pods(groups: Sequence[GroupView], nodes: NodeUsage) -> NodeUsage:
+    """`nodes` plus the members of admitted groups that are not bound yet, on the nodes their plan names:
+    the scheduler is about to place them there, so their requests are taken as node devices are."""
+    for group in groups:
+        pod_group = group.pod_group
+        if pod_group is not None and pod_group.phase is Phase.ADMITTED:
+            planned = {f"{group.namespace}/{name}": node for name, node in pod_group.plan.nodes}
+            nodes = _with_pods(nodes, group.pods, planned)
+    return nodes
+
+
+def _with_pods(nodes: NodeUsage, pods: Sequence[Pod], placements: Mapping[str, str]) -> NodeUsage:
+    for pod in pods:
+        node = placements.get(pod.key)
+        if node and not pod.node_name and pod.phase not in TERMINAL_PHASES:
+            nodes = nodes.plus(node, PodFit.of(pod).requests)
+    return nodes
 
 
 def charging_inventory(snapshot: Snapshot, gates: FeatureGates) -> Inventory:
@@ -174,11 +200,31 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
         return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
                     f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
                     local.cluster_queue)
+    unsupported = _unsupported_constraint(group)
+    if unsupported:
+        return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
     present = len(group.pods)
     if present < group.min_member:
         return Wait(group.key, WaitReason.INCOMPLETE, f"{present} of {group.min_member} members exist; "
                     "waiting for the rest", local.cluster_queue)
     return None
+
+
+def _unsupported_constraint(group: GroupView) -> str:
+    """Required inter-pod constraints decide where a pod may go by where other pods are; draq does not
+    evaluate them, so it cannot promise the scheduler binds the whole group, and does not admit it."""
+    for pod in group.pods:
+        kinds = [kind for count, kind in (
+            (pod.required_pod_affinity, "required pod affinity"),
+            (pod.required_pod_anti_affinity, "required pod anti-affinity"),
+            (pod.hard_topology_spread, "a topology spread constraint with whenUnsatisfiable DoNotSchedule"),
+        ) if count]
+        if kinds:
+            return (f"pod {pod.key} uses {' and '.join(kinds)}, which draq does not evaluate: it cannot "
+                    "promise that the scheduler places every member of the group at once. Use the preferred "
+                    "forms (preferredDuringSchedulingIgnoredDuringExecution, whenUnsatisfiable ScheduleAnyway) "
+                    "or remove them")
+    return ""
 
 
 def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[GroupView, str]]:
@@ -198,28 +244,28 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
 
 
 # ----- one group ------------------------------------------------------------------------------------
-def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, inventory: Inventory,
-            state: QueueState, cycle: CycleInput) -> GroupDecision:
+def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
+            inventory: Inventory, state: QueueState, cycle: CycleInput) -> GroupDecision:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
     objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
     try:
-        members = members_for(group.pods, snapshot.claims, snapshot.templates, snapshot.nodes)
+        members = members_for(group.pods, snapshot.claims, snapshot.templates)
     except DraqError as err:
         return Wait(group.key, WaitReason.DEVICES, str(err), queue)
-    placed = place_gang(allocator, members, usage=usage)
+    placed = place_gang(allocator, members, usage=usage, nodes=nodes)
     plan = Plan(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
     try:
         charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
     except Unchargeable as err:
         if not placed.feasible:
-            return Wait(group.key, WaitReason.DEVICES, _devices_message(placed), queue)
+            return _unplaced(group, placed, queue)
         return Wait(group.key, WaitReason.UNCHARGEABLE, str(err), queue)
     fits = state.fits(queue, charged.total)
     if not fits.ok:
         return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged), queue)
     if not placed.feasible:
-        return Wait(group.key, WaitReason.DEVICES, _devices_message(placed), queue)
+        return _unplaced(group, placed, queue)
     return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
                  recorded_plan(group.pods, placed.placements, placed.allocations),
                  dict(placed.placements), dict(placed.allocations),
@@ -228,6 +274,11 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
 
 def _quota_message(reason: str, charged: ChargeResult) -> str:
     return f"{reason} (group needs {charged.total.describe() if charged.total else 'nothing'})"
+
+
+def _unplaced(group: GroupView, placed: GangPlan, queue: str) -> Wait:
+    reason = WaitReason.NODES if placed.unschedulable else WaitReason.DEVICES
+    return Wait(group.key, reason, _devices_message(placed), queue)
 
 
 def _devices_message(placed: GangPlan) -> str:

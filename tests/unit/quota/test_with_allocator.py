@@ -38,7 +38,7 @@ def test_plan_from_the_allocator_makes_first_available_exact() -> None:
     gates = gates_for("1.35")
     allocator = Allocator(snapshot, gates)
     pods = list(snapshot.pods.values())
-    gang = place_gang(allocator, members_for(pods, snapshot.claims, snapshot.templates, snapshot.nodes))
+    gang = place_gang(allocator, members_for(pods, snapshot.claims, snapshot.templates))
     assert gang.feasible, gang.reason
     group = GroupObjects(tuple(pods), snapshot.claims, snapshot.templates)
     inventory = charging_inventory(snapshot, gates)

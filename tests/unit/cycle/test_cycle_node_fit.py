@@ -1,0 +1,116 @@
+"""The admission cycle when the scheduler's node filters decide: what a waiting group is told, and node
+resources taken by groups admitted earlier (in this cycle, or admitted before and not bound yet)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admission.core.cycle import Admit, Wait, WaitReason
+from tests.support.builders import (
+    HOSTNAME_LABEL,
+    Manifest,
+    container,
+    gpu,
+    node,
+    resource_slice,
+    taint,
+    toleration,
+    with_spec,
+)
+from tests.unit.cycle.cycle_builders import NS, cycle, gpu_queue, gpu_template, group_record, member
+
+ALLOCATABLE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+
+
+def sized_node(name: str, gpus: int = 4, **spec: Any) -> list[Manifest]:
+    """A node with 4 cpu and `gpus` H100s."""
+    return [with_spec(node(name, {HOSTNAME_LABEL: name}, allocatable=ALLOCATABLE), **spec),
+            resource_slice(name, *(gpu(f"gpu-{i}") for i in range(gpus)), name=f"{name}-gpus")]
+
+
+def cpu_gang(group: str, size: int, cpu: str, *, created: str = "2026-01-01T00:00:00Z",
+             **spec: Any) -> list[Manifest]:
+    """`size` gated pods of one group, one GPU each, and `cpu` in their container."""
+    pods = [with_spec(member(f"{group}-{i}", group, group_min=size, template=f"{group}-gpus", created=created),
+                      **{"containers": [container(requests={"cpu": cpu})], **spec}) for i in range(size)]
+    return [gpu_template(f"{group}-gpus", 1), *pods]
+
+
+def test_a_group_whose_pods_fit_one_by_one_but_not_together_waits_with_the_node_reason() -> None:
+    result = cycle(sized_node("node-a") + cpu_gang("g", 2, "3"), [gpu_queue("main", 8)])
+    waiting = result.decision(f"{NS}/g")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+    assert waiting.reason == "NodesUnavailable"
+    assert waiting.message == (f"pod {NS}/g-1 fits on no node after placing 1 other pod(s) of the group: "
+                               "0/1 nodes are available: 1 Insufficient cpu")
+
+
+def test_the_same_group_is_spread_when_there_is_a_second_node() -> None:
+    admitted = cycle(sized_node("node-a") + sized_node("node-b") + cpu_gang("g", 2, "3"),
+                     [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(admitted, Admit)
+    assert sorted(admitted.placements.values()) == ["node-a", "node-b"]
+
+
+def test_node_resources_of_a_group_admitted_earlier_in_the_cycle_are_taken() -> None:
+    objects = sized_node("node-a") + cpu_gang("first", 1, "3") + cpu_gang("second", 1, "3",
+                                                                         created="2026-01-01T00:01:00Z")
+    result = cycle(objects, [gpu_queue("main", 8)])
+    assert isinstance(result.decision(f"{NS}/first"), Admit)
+    waiting = result.decision(f"{NS}/second")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+    assert "1 Insufficient cpu" in waiting.message
+
+
+def test_members_of_an_admitted_group_not_bound_yet_hold_their_planned_node() -> None:
+    status = {"phase": "Admitted", "clusterQueue": "main", "charge": [{"unit": "gpus", "amount": "1"}],
+              "plan": {"pods": [{"name": "early-0", "node": "node-a"}], "claims": []}}
+    early = [with_spec(member("early-0", "early", gated=False), containers=[container(requests={"cpu": "3"})])]
+    result = cycle(sized_node("node-a") + early + cpu_gang("late", 1, "3"), [gpu_queue("main", 8)],
+                   pod_groups=[group_record("early", 1, status=status)])
+    waiting = result.decision(f"{NS}/late")
+    assert isinstance(waiting, Wait) and "1 Insufficient cpu" in waiting.message
+
+
+def test_pods_already_running_on_the_node_take_their_cpu() -> None:
+    running = with_spec(member("other", "other-group", gated=False, node="node-a", phase="Running"),
+                        containers=[container(requests={"cpu": "2"})])
+    result = cycle([*sized_node("node-a"), running, *cpu_gang("g", 1, "3")], [gpu_queue("main", 8)])
+    waiting = result.decision(f"{NS}/g")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+
+
+def test_a_tainted_gpu_node_needs_a_toleration() -> None:
+    tainted = sized_node("node-a", taints=[taint("nvidia.com/gpu", "present")])
+    waiting = cycle(tainted + cpu_gang("g", 1, "1"), [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+    assert waiting.message.endswith("0/1 nodes are available: 1 node(s) had untolerated taint "
+                                    "{nvidia.com/gpu: present}")
+    tolerant = cpu_gang("g", 1, "1", tolerations=[toleration("nvidia.com/gpu", operator="Exists")])
+    assert isinstance(cycle(tainted + tolerant, [gpu_queue("main", 8)]).decision(f"{NS}/g"), Admit)
+
+
+def test_devices_stay_the_reason_when_nodes_pass_the_filters() -> None:
+    waiting = cycle(sized_node("node-a", gpus=1) + cpu_gang("g", 2, "1"), [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
+
+
+def test_required_inter_pod_constraints_make_the_group_wait_with_the_reason() -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": HOSTNAME_LABEL}
+    anti = cpu_gang("g", 2, "1", affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        term]}})
+    waiting = cycle(sized_node("node-a") + sized_node("node-b") + anti, [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.UNSUPPORTED
+    assert waiting.reason == "UnsupportedConstraint"
+    assert waiting.message == (
+        f"pod {NS}/g-0 uses required pod anti-affinity, which draq does not evaluate: it cannot promise that the "
+        "scheduler places every member of the group at once. Use the preferred forms "
+        "(preferredDuringSchedulingIgnoredDuringExecution, whenUnsatisfiable ScheduleAnyway) or remove them")
+    spread = cpu_gang("s", 1, "1", topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "DoNotSchedule"}])
+    waiting = cycle(sized_node("node-a") + spread, [gpu_queue("main", 8)]).decision(f"{NS}/s")
+    assert isinstance(waiting, Wait) and "topology spread constraint with whenUnsatisfiable DoNotSchedule" in \
+        waiting.message
+    soft = cpu_gang("t", 1, "1", topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "ScheduleAnyway"}])
+    assert isinstance(cycle(sized_node("node-a") + soft, [gpu_queue("main", 8)]).decision(f"{NS}/t"), Admit)
