@@ -20,11 +20,35 @@ from admission.kube.reflector import Key, Projection, Reflector, metadata, start
 ASSUME_SECONDS = 30.0
 
 
-def _managed_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Pods without draq's queue label are kept as names only: a cycle never reads them."""
-    if QUEUE_LABEL in (metadata(obj).get("labels") or {}):
+_POD_META = ("name", "namespace", "uid", "resourceVersion", "labels")
+_POD_SPEC = ("nodeName", "nodeSelector", "tolerations", "affinity", "overhead", "resources",
+             "topologySpreadConstraints")
+_CONTAINER = ("name", "resources", "restartPolicy")
+
+
+def _pod(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Pods with draq's queue label are kept whole (they are group members the operator writes to). Of
+    every other pod the cache keeps what the scheduler's node filters read: where it is bound, its
+    containers' resources and restart policies, overhead, pod-level resources, tolerations, affinity,
+    node selector and phase, since the pods on a node take its room."""
+    meta = metadata(obj)
+    if QUEUE_LABEL in (meta.get("labels") or {}):
         return without_managed_fields(kinds.PODS)(obj)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": metadata(obj).get("name")}}
+    spec, status = _section(obj, "spec"), _section(obj, "status")
+    kept: dict[str, Any] = {key: spec[key] for key in _POD_SPEC if key in spec}
+    for key in ("containers", "initContainers"):
+        if isinstance(spec.get(key), list):
+            kept[key] = [{k: c[k] for k in _CONTAINER if k in c} for c in spec[key] if isinstance(c, Mapping)]
+    projected: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
+                                 "metadata": {key: meta[key] for key in _POD_META if key in meta}, "spec": kept}
+    if "phase" in status:
+        projected["status"] = {"phase": status["phase"]}
+    return projected
+
+
+def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def _whole(resource: Resource) -> tuple[Resource, Projection]:
@@ -32,7 +56,7 @@ def _whole(resource: Resource) -> tuple[Resource, Projection]:
 
 
 OPERATOR_RESOURCES: tuple[tuple[Resource, Projection], ...] = (
-    _whole(kinds.NODES), (kinds.PODS, _managed_pod), _whole(kinds.NAMESPACES), _whole(kinds.DEVICE_CLASSES),
+    _whole(kinds.NODES), (kinds.PODS, _pod), _whole(kinds.NAMESPACES), _whole(kinds.DEVICE_CLASSES),
     _whole(kinds.RESOURCE_SLICES), _whole(kinds.RESOURCE_CLAIMS), _whole(kinds.CLAIM_TEMPLATES),
     _whole(kinds.CLUSTER_QUEUES), _whole(kinds.LOCAL_QUEUES), _whole(kinds.QUOTA_UNITS), _whole(kinds.POD_GROUPS),
 )

@@ -11,6 +11,7 @@ from admission.core.allocator import Snapshot
 from admission.core.cycle import CycleInput, GroupView, collect_groups, promised_devices, rebuild_state
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
+from admission.core.labels import QUEUE_LABEL
 from admission.core.models import Model, Pod, parse_object
 from admission.core.quota import (
     ClusterQueue,
@@ -51,13 +52,14 @@ class CacheReader:
         self.clock = clock
         self._warned: set[tuple[str, str]] = set()
         self._last_good: QueueState | None = None
+        self._known_pods: dict[str, tuple[str, Pod]] = {}  # `ns/name` -> (resourceVersion, parsed)
 
     def read(self) -> Reading:
         models: list[Model] = []
         for kind in DRA_KINDS:
             models.extend(self._parsed(kind, lambda m: parse_object(m)))
-        pod_manifests = [m for m in self.cache.objects("Pod") if m.get("spec") is not None]
-        pods = [p for p in self._parse_each("Pod", pod_manifests, parse_object) if isinstance(p, Pod)]
+        pod_manifests = self.cache.objects("Pod")
+        pods = self._pods(pod_manifests)
         group_manifests = self.cache.objects("PodGroup")
         pod_groups = self._parse_each("PodGroup", group_manifests, parse_pod_group)
         created = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": str(_meta(m).get("creationTimestamp", ""))
@@ -68,10 +70,10 @@ class CacheReader:
         units = tuple(self._parsed("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel())))
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
-        manifests = {f"Pod {_key(m)}": m for m in pod_manifests}
+        manifests = {f"Pod {_key(m)}": m for m in pod_manifests if QUEUE_LABEL in (_meta(m).get("labels") or {})}
         manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
         state, current = self._state(queues, groups)
-        snapshot = Snapshot.from_models(models)
+        snapshot = Snapshot.from_models([*models, *pods])  # every pod: those on nodes take their room
         cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
                            promised_devices(groups, snapshot.claims), labels, self.clock.now())
         return Reading(cycle, queues, manifests, current)
@@ -87,6 +89,26 @@ class CacheReader:
             log.error("rebuilding queue usage from PodGroup status: %s; %s and admitting nothing until "
                       "it can be rebuilt", err, kept)
             return self._last_good or QueueState.empty(queues), False
+
+    def _pods(self, manifests: Iterable[Mapping[str, Any]]) -> list[Pod]:
+        """Every cached pod parsed; a pod whose resourceVersion did not change since the last reading is
+        not parsed again (a cluster's pods are many, and most do not change between cycles)."""
+        known, self._known_pods = self._known_pods, {}
+        pods = []
+        for manifest in manifests:
+            version = str(_meta(manifest).get("resourceVersion") or "")
+            key = _key(manifest)
+            seen = known.get(key)
+            if version and seen is not None and seen[0] == version:
+                pod: Pod | None = seen[1]
+            else:
+                parsed = self._parse_each("Pod", [manifest], parse_object)
+                pod = parsed[0] if parsed and isinstance(parsed[0], Pod) else None
+            if pod is not None:
+                pods.append(pod)
+                if version:
+                    self._known_pods[key] = (version, pod)
+        return pods
 
     def _parsed(self, kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
         return self._parse_each(kind, self.cache.objects(kind), parse)
