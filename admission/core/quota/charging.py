@@ -27,10 +27,10 @@ from admission.core.models import (
     ResourceClaim,
     ResourceClaimTemplate,
 )
+from admission.core.nodefit import pod_requests
 from admission.core.quantity import Quantity
 from admission.core.quota.amounts import NONE, Amounts
 from admission.core.quota.device_values import CompiledUnit, device_value
-from admission.core.quota.pod_requests import pod_requests
 from admission.core.quota.problems import Unchargeable
 from admission.core.quota.units import Counting
 
