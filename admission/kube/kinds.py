@@ -13,6 +13,7 @@ NODES = Resource("", "v1", "nodes", "Node", False)
 PODS = Resource("", "v1", "pods", "Pod", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
 EVENTS = Resource("", "v1", "events", "Event", True)
+RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEVICE_CLASSES = Resource(*_DRA, "deviceclasses", "DeviceClass", False)
@@ -28,6 +29,7 @@ MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebh
 VALIDATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                                "ValidatingWebhookConfiguration", False)
 
-ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, JOBS, LEASES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,
-       CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES, QUOTA_UNITS, POD_GROUPS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
+ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, LEASES, DEVICE_CLASSES, RESOURCE_SLICES,
+       RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES, QUOTA_UNITS, POD_GROUPS, MUTATING_WEBHOOKS,
+       VALIDATING_WEBHOOKS)
 BY_KIND = {resource.kind: resource for resource in ALL}

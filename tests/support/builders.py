@@ -409,3 +409,22 @@ def with_spec(manifest: Manifest, **spec: Any) -> Manifest:
     `containers=[...]`, `initContainers=[...]`, `overhead={...}`, `resources={...}`, `taints=[...]`,
     `unschedulable=True`)."""
     return {**manifest, "spec": {**manifest.get("spec", {}), **spec}}
+
+
+# ----- native quota and namespaces --------------------------------------------------------------
+def resource_quota(name: str, hard: Mapping[str, str | int], namespace: str = NAMESPACE, *,
+                   used: Mapping[str, str | int] | None = None, scopes: Sequence[str] = ()) -> Manifest:
+    """A ResourceQuota with `spec.hard`; `used` is the status the quota controller writes (left out: none)."""
+    spec: dict[str, Any] = {"hard": dict(hard)}
+    if scopes:
+        spec["scopes"] = list(scopes)
+    manifest: Manifest = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _metadata(name, namespace),
+                          "spec": spec}
+    if used is not None:
+        manifest["status"] = {"hard": dict(hard), "used": dict(used)}
+    return manifest
+
+
+def namespace(name: str, labels: Mapping[str, str] | None = None) -> Manifest:
+    """A Namespace (labels such as draq.io/default-queue put its pods under draq)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(name, labels=labels)}

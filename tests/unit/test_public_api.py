@@ -41,6 +41,7 @@ PUBLIC = {
         "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceRequirements", "ResourceSlice",
         "ScalarValue", "Taint", "Toleration", "is_supported", "node_name_selector", "parse_object", "parse_objects",
         "qualified_name", "qualify",
+        "CLAIM_COUNT", "Namespace", "ResourceQuota", "class_devices_resource", "device_class_of", "requested_resource",
     ],
     "admission.core.review": [
         "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",

@@ -33,6 +33,14 @@ from admission.core.models.resource_claim import (
     ResourceClaim,
     ResourceClaimTemplate,
 )
+from admission.core.models.resource_quota import (
+    CLAIM_COUNT,
+    Namespace,
+    ResourceQuota,
+    class_devices_resource,
+    device_class_of,
+    requested_resource,
+)
 from admission.core.models.resource_slice import (
     AttributeValue,
     CapacityRange,
@@ -50,11 +58,13 @@ from admission.core.models.resource_slice import (
 from admission.core.models.taint import Taint, Toleration
 
 __all__ = [
-    "ALL", "EXACT_COUNT", "AllocatedConfig", "AllocationResult", "AttributeValue", "CapacityRange", "ClaimConfig",
-    "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device", "DeviceAllocation",
-    "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection", "DeviceTaint",
-    "DeviceToleration", "Model", "Node", "NodeSelector", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta",
-    "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim",
-    "ResourceClaimTemplate", "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint", "Toleration",
+    "ALL", "CLAIM_COUNT", "EXACT_COUNT", "AllocatedConfig", "AllocationResult", "AttributeValue", "CapacityRange",
+    "ClaimConfig", "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device",
+    "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection",
+    "DeviceTaint", "DeviceToleration", "Model", "Namespace", "Node", "NodeSelector", "NodeSelectorRequirement",
+    "NodeSelectorTerm", "ObjectMeta", "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus",
+    "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements",
+    "ResourceSlice", "ScalarValue", "Taint", "Toleration", "class_devices_resource", "device_class_of",
     "is_supported", "node_name_selector", "parse_object", "parse_objects", "qualified_name", "qualify",
+    "requested_resource",
 ]

@@ -17,20 +17,23 @@ from admission.core.models.resource_claim import (
     parse_resource_claim,
     parse_resource_claim_template,
 )
+from admission.core.models.resource_quota import Namespace, ResourceQuota, parse_namespace, parse_resource_quota
 from admission.core.models.resource_slice import ResourceSlice, parse_resource_slice
 
-Model = Node | DeviceClass | ResourceSlice | ResourceClaim | ResourceClaimTemplate | Pod
+Model = Node | DeviceClass | ResourceSlice | ResourceClaim | ResourceClaimTemplate | Pod | ResourceQuota | Namespace
 
 RESOURCE_API = "resource.k8s.io/v1"
 _NAMESPACED: dict[tuple[str, str], Callable[[str, Fields, str], Model]] = {
     (RESOURCE_API, "ResourceClaim"): parse_resource_claim,
     (RESOURCE_API, "ResourceClaimTemplate"): parse_resource_claim_template,
     ("v1", "Pod"): parse_pod,
+    ("v1", "ResourceQuota"): parse_resource_quota,
 }
 _CLUSTER: dict[tuple[str, str], Callable[[str, Fields], Model]] = {
     ("v1", "Node"): parse_node,
     (RESOURCE_API, "DeviceClass"): parse_device_class,
     (RESOURCE_API, "ResourceSlice"): parse_resource_slice,
+    ("v1", "Namespace"): parse_namespace,
 }
 SUPPORTED_KINDS = tuple(sorted(f"{api} {kind}" for api, kind in (*_NAMESPACED, *_CLUSTER)))
 
