@@ -32,6 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind-timeout", type=int, default=300, metavar="SECONDS",
                         help="evict and requeue an admitted group whose members are not all bound within this "
                              "time (default 300; a ClusterQueue's spec.bindTimeoutSeconds overrides it)")
+    parser.add_argument("--native-gangs", choices=("auto", "on", "off"), default="auto",
+                        help="make draq's groups native gangs of the scheduler (Workload API, Kubernetes 1.35+ "
+                             "alpha): auto (default) where the cluster serves it")
     parser.add_argument("--no-webhook", action="store_true", help="run the operator only")
     parser.add_argument("--webhook-url", help="base URL the API server calls for the webhooks "
                         "(default: the Service draq-webhook in --namespace)")
@@ -70,7 +73,8 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
     else:
         target = WebhookTarget(service_namespace=args.namespace, service_name="draq-webhook")
         hosts = (f"draq-webhook.{args.namespace}.svc", f"draq-webhook.{args.namespace}.svc.cluster.local")
-    return WebhookSettings(kubeconfig=args.kubeconfig, context=args.context, host=args.webhook_host,
+    return WebhookSettings(native_gangs=args.native_gangs, kubeconfig=args.kubeconfig, context=args.context,
+                           host=args.webhook_host,
                            port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts)
 
 

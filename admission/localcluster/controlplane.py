@@ -37,6 +37,7 @@ CONTROLLERS = tuple(f"{name}-controller" for name in (
 ))
 ALPHA_DRA_GATES = ("DRAConsumableCapacity", "DRAExtendedResource", "DRAPartitionableDevices",
                    "DRADeviceTaints", "DRADeviceBindingConditions")
+ALPHA_GANG_GATES = ("GenericWorkload", "GangScheduling")
 STARTUP_TIMEOUT = float(os.environ.get("DRAQ_STARTUP_TIMEOUT", "90"))
 
 
@@ -124,6 +125,8 @@ class ControlPlane:
     version: str | None = None
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     alpha_dra: bool = False
+    # Native gang scheduling (Kubernetes 1.35 alpha): the Workload API and the scheduler's gang plugin.
+    alpha_gangs: bool = False
     apiserver_port: int | None = None
     keep_work_dir: bool = True
     components: list[Component] = field(default_factory=list)
@@ -155,6 +158,8 @@ class ControlPlane:
 
     def gates(self) -> dict[str, bool]:
         gates = {g: True for g in ALPHA_DRA_GATES} if self.alpha_dra else {}
+        if self.alpha_gangs:
+            gates.update({g: True for g in ALPHA_GANG_GATES})
         gates.update(self.feature_gates)
         return gates
 
@@ -344,9 +349,14 @@ current-context: draq-local
                 "--endpoint-reconciler-type=none",
                 "--disable-admission-plugins=TaintNodesByCondition",
                 "--allow-privileged=true", "--profiling=false", "--v=1"]
+        runtime = []
         if self.alpha_dra and build.resolve_version(self.version).startswith("v1.34"):
             # 1.34's scheduler only schedules with DRADeviceTaints on when v1alpha3 is served.
-            argv.append("--runtime-config=resource.k8s.io/v1alpha3=true")
+            runtime.append("resource.k8s.io/v1alpha3=true")
+        if self.alpha_gangs:
+            runtime.append("scheduling.k8s.io/v1alpha1=true")
+        if runtime:
+            argv.append("--runtime-config=" + ",".join(runtime))
         return argv + self._gate_flag()
 
     def _component_argv(self, binary: str, kubeconfig: str, port: int) -> list[str]:

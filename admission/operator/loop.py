@@ -32,6 +32,7 @@ from admission.core.cycle import (
     unreleased_members,
 )
 from admission.core.features import gates_for
+from admission.core.native_gangs import referenced_workload, workload_name
 from admission.core.quota import Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
@@ -149,9 +150,17 @@ class Operator:
         log.info("admitted %s to %s: %s", group.key, admit.cluster_queue, admit.charge.describe())
         self._said.pop(group.key, None)
         await self.writer.event(written, "Admitted", admitted_event(admit))
+        await self._ensure_native_gang(reading, group)
         for pod in group.gated:
             await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
                                      admit.placements.get(pod.key))
+
+    async def _ensure_native_gang(self, reading: Reading, group: GroupView) -> None:
+        """Members made native gang members by the webhook need their Workload before they are released."""
+        wanted = workload_name(group.name)
+        if any(referenced_workload(dict(reading.manifests.get(f"Pod {pod.key}") or {})) == wanted
+               for pod in group.pods):
+            await self.writer.ensure_workload(group.namespace, group.name, group.min_member)
 
     async def _finish_releases(self, reading: Reading) -> bool:
         changed = False
@@ -161,6 +170,7 @@ class Operator:
                 continue
             log.info("finishing the release of %s: %s still gated", group.key, ", ".join(names))
             try:
+                await self._ensure_native_gang(reading, group)
                 planned = dict(group.pod_group.plan.nodes) if group.pod_group is not None else {}
                 for name in names:
                     changed |= await self.writer.ungate(group.namespace, name,

@@ -12,6 +12,7 @@ from typing import Any
 
 from admission.core.cycle.pinning import pinned_affinity
 from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
+from admission.core.native_gangs import workload
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock, timestamp
@@ -102,6 +103,14 @@ class Writer:
             self.cache.assume("Pod", written)
             return True
         raise KubeApiError("PATCH", f"pod {namespace}/{name}", 409, "scheduling gates kept changing")
+
+    async def ensure_workload(self, namespace: str, group: str, min_member: int) -> None:
+        """Create the native gang (Workload) of a group whose pods reference it; one that exists is kept."""
+        try:
+            await self.api.create(kinds.WORKLOADS.collection_path(namespace), workload(namespace, group, min_member))
+        except KubeApiError as err:
+            if err.status != 409:
+                raise
 
     async def delete_pod(self, namespace: str, name: str) -> bool:
         """Delete a member of an evicted group; False when it was already gone."""

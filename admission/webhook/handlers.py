@@ -80,7 +80,7 @@ class AdmissionHandlers:
         self._fetcher = fetcher
 
     async def mutate(self, request: web.Request) -> web.Response:
-        return await self._review(request, mutate)
+        return await self._review(request, lambda r, lookups: mutate(r, lookups, self._policy))
 
     async def validate(self, request: web.Request) -> web.Response:
         return await self._review(request, lambda r, lookups: validate(r, lookups, self._policy))

@@ -10,9 +10,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from admission.core.errors import DraqError
 from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.core.review import GatingPolicy
+from admission.kube import kinds
 from admission.kube.client import KubeApi, load_credentials
+from admission.kube.discovery import serves
 from admission.webhook.cache import ClusterCache
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.handlers import AdmissionHandlers
@@ -45,6 +48,8 @@ class WebhookSettings:
     cert_file: Path | None = None
     key_file: Path | None = None
     ca_file: Path | None = None
+    # Native gang scheduling: "auto" (where the Workload API is served), "on" or "off".
+    native_gangs: str = "auto"
     # Create and keep current the webhook configurations (with the caBundle).
     manage_configurations: bool = True
     resync_seconds: float = 60.0
@@ -67,7 +72,8 @@ class WebhookService:
         settings = self.settings
         await self.cache.start()
         await self._start_certificates()
-        handlers = AdmissionHandlers(self.cache, GatingPolicy(settings.draq_user), self.cache)
+        native = await self._native_gangs()
+        handlers = AdmissionHandlers(self.cache, GatingPolicy(settings.draq_user, native), self.cache)
         self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port)
         if settings.manage_configurations:
             publisher = ConfigurationPublisher(self.api, lambda bundle: configurations(
@@ -76,6 +82,19 @@ class WebhookService:
             self._spawn(self._keep_published(publisher))
         log.info("serving admission webhooks on %s:%d", settings.host, self.server.port)
         return self.server.port
+
+    async def _native_gangs(self) -> bool:
+        """`auto`: make groups native gangs where the cluster serves the Workload API."""
+        wanted = self.settings.native_gangs
+        if wanted == "off":
+            return False
+        served = await serves(self.api, kinds.WORKLOADS)
+        if wanted == "on" and not served:
+            raise DraqError("--native-gangs on: the cluster does not serve scheduling.k8s.io/v1alpha1 Workloads "
+                            "(Kubernetes 1.35+ with the GenericWorkload and GangScheduling feature gates and "
+                            "--runtime-config=scheduling.k8s.io/v1alpha1=true)")
+        log.info("native gang scheduling: %s", "on" if served else "off (the Workload API is not served)")
+        return served
 
     async def _start_certificates(self) -> None:
         settings = self.settings

@@ -34,6 +34,8 @@ class GatingPolicy:
 
     # The only user allowed to remove the gate and to relabel admitted pods.
     draq_user: str = DEFAULT_DRAQ_USER
+    # Make groups native gangs (`spec.workloadRef`) where the cluster serves the Workload API.
+    native_gangs: bool = False
 
 
-# ---------------------------------------------------------------------------------------------
+DEFAULT_POLICY = GatingPolicy()

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.native_gangs import workload_ref
 from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, ObjectRef, PatchOperation
-from admission.core.review.lookups import Lookups
+from admission.core.review.lookups import DEFAULT_POLICY, GatingPolicy, Lookups
 from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
 from admission.core.review.readers import controller_owner, gates_of, labels_of, mapping
 
 
-def mutate(request: AdmissionRequest, lookups: Lookups) -> Decision:
+def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = DEFAULT_POLICY) -> Decision:
     """The mutating webhook: gate and label managed pods at CREATE; everything else passes."""
     if request.kind.kind != "Pod" or request.kind.group or request.operation != "CREATE":
         return Decision.allow()
@@ -26,7 +27,17 @@ def mutate(request: AdmissionRequest, lookups: Lookups) -> Decision:
         return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))
     labels, warnings, missing = _labels_to_add(request, pod, queue, lookups)
     patch = [*_label_patch(pod, labels), *_gate_patch(pod)]
+    if policy.native_gangs:
+        group = labels.get(GROUP_LABEL) or labels_of(pod).get(GROUP_LABEL, "")
+        patch.extend(_workload_patch(pod, group))
     return Decision.allow(patch, warnings, missing)
+
+
+def _workload_patch(pod: JsonObject, group: str) -> list[PatchOperation]:
+    """Make the pod a member of its group's native gang, unless it names a Workload itself."""
+    if not group or mapping(pod.get("spec")).get("workloadRef") is not None:
+        return []
+    return [PatchOperation("add", ("spec", "workloadRef"), workload_ref(group))]
 
 
 def maybe_stale_namespace(request: AdmissionRequest, namespace_labels: Mapping[str, str]) -> list[ObjectRef]:

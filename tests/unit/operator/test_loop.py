@@ -10,10 +10,11 @@ import pytest
 from admission.core.cycle.pinning import pinned_node
 from admission.core.errors import DraqError
 from admission.core.labels import GATE
+from admission.core.native_gangs import workload_ref
 from admission.kube.client import KubeApiError
 from admission.operator import reading
 from tests.support.fake_api import FakeApi
-from tests.unit.cycle.cycle_builders import NS
+from tests.unit.cycle.cycle_builders import NS, gang
 
 from .operator_world import bind_as_planned, cluster, gates_of, started, submit
 
@@ -200,6 +201,26 @@ def test_a_group_whose_writes_fail_does_not_stop_the_others() -> None:
         assert gates_of(api, "other-0") == []  # admitted and released
         assert gates_of(api, "gone-0") == [GATE]
         assert operator.cache.changed.is_set()  # the failed group is tried again on the next pass
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_native_gang_members_get_their_workload_before_release() -> None:
+    async def go() -> None:
+        api = cluster()
+        manifests = gang("ng", 2, 4)
+        for manifest in manifests:
+            if manifest["kind"] == "Pod":
+                manifest["spec"]["workloadRef"] = workload_ref("ng")
+        api.add(*manifests)
+        operator = await started(api)
+        await operator.reconcile()
+        created = [i for i, w in enumerate(api.writes) if w.method == "POST" and "/workloads" in w.path]
+        ungates = [i for i, w in enumerate(api.writes) if "/pods/ng-" in w.path]
+        assert len(created) == 1 and created[0] < min(ungates)
+        made = api.get_object("Workload", NS, "ng")
+        assert made is not None and made["spec"]["podGroups"][0]["policy"] == {"gang": {"minCount": 2}}
         await operator.cache.stop()
 
     run(go)
