@@ -20,7 +20,7 @@ from admission.core.allocator.api import Allocator, Outcome, Status
 from admission.core.allocator.explain import Explanation, explain_best
 from admission.core.allocator.usage import Usage
 from admission.core.errors import InvalidInput
-from admission.core.models import AllocationResult, Pod, ResourceClaim, ResourceClaimTemplate
+from admission.core.models import AllocationResult, ClaimSpec, Pod, ResourceClaim, ResourceClaimTemplate
 from admission.core.models.meta import ObjectMeta
 from admission.core.nodefit import (
     NODE_NAME_MISMATCH,
@@ -31,7 +31,7 @@ from admission.core.nodefit import (
     resource_reasons,
     static_reason,
 )
-from admission.core.nodefit.fit import DRA_EXTENDED
+from admission.core.nodefit.extended import NotWholeDevices, extended_claim_name, extended_requests
 
 DEFAULT_MAX_BACKTRACKS = 16
 DEVICES_UNFIT = "cannot allocate all claims"  # the scheduler's DRA filter, in its words
@@ -81,6 +81,8 @@ class _Search:
     allocator: Allocator
     index: NodeFitIndex
     dra_extended: bool  # DRAExtendedResource: extended resources a node does not list may come from DRA
+    # (pod, resources) -> the claim for those DRA-backed extended resources, or why there can be none
+    extended: dict[tuple[str, tuple[str, ...]], ResourceClaim | str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,17 +164,41 @@ def _candidates(search: _Search, member: GangMember, node_names: list[str],
     return found
 
 
-def _node_reasons(search: _Search, member: GangMember, node: str, usage: NodeUsage) -> list[str]:
-    """Why the member does not fit the node next to what is on it now (resources; empty: it fits)."""
+def _node_check(search: _Search, member: GangMember, node: str,
+                usage: NodeUsage) -> tuple[list[str], ResourceClaim | None]:
+    """Why the member does not fit the node next to what is on it now (resources; empty: it fits), and the
+    claim for the extended resources this node would serve from DRA devices (DRAExtendedResource)."""
     fit = member.fit
     if fit is None:
-        return []
+        return [], None
     facts = search.index.nodes[node]
     delegated = search.index.dra_served(fit, facts) if search.dra_extended else ()
     reasons = resource_reasons(fit, facts, usage.on(node), delegated)
-    if delegated:
-        reasons.append(DRA_EXTENDED.format(", ".join(delegated)))
-    return reasons
+    if not delegated:
+        return reasons, None
+    extended = _extended_claim(search, fit, delegated)
+    if isinstance(extended, str):
+        return [*reasons, extended], None
+    return reasons, extended
+
+
+def _extended_claim(search: _Search, fit: PodFit, resources: tuple[str, ...]) -> ResourceClaim | str:
+    """The claim the scheduler makes for the pod's extended resources that DRA devices serve on a node
+    (named `<pod>/#extended-resources` until it exists), or why it cannot be made."""
+    key = (fit.key, resources)
+    found = search.extended.get(key)
+    if found is None:
+        namespace, _, name = fit.key.partition("/")
+        try:
+            requests = extended_requests(fit.containers, search.index.dra_classes.get, only=resources,
+                                         first_index=fit.init_containers)
+        except NotWholeDevices as err:
+            found = str(err)
+        else:
+            found = ResourceClaim(meta=ObjectMeta(name=extended_claim_name(name), namespace=namespace),
+                                  spec=ClaimSpec(tuple(request for _, request in requests)))
+        search.extended[key] = found
+    return found
 
 
 def _place_one(search: _Search, member: GangMember, state: _State, candidates: list[str],
@@ -186,10 +212,11 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
         node = candidates[position]
         if (shape, node) in state.unfit:
             continue
-        if _node_reasons(search, member, node, state.nodes):
+        reasons, extended = _node_check(search, member, node, state.nodes)
+        if reasons:
             state.unfit.add((shape, node))
             continue
-        outcome = allocator.allocate(node, claims, state.usage)
+        outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
         if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
             state.unfit.add((shape, node))
         if outcome.allocatable:
@@ -224,12 +251,14 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
     tally: Counter[str] = Counter(candidates.rejected.values())
     device_nodes = []
+    extended: ResourceClaim | None = None
     for node in candidates.nodes:
-        reasons = _node_reasons(search, member, node, state.nodes)
+        reasons, node_extended = _node_check(search, member, node, state.nodes)
         tally.update(reasons)
         if not reasons:
             device_nodes.append(node)
-    best = explain_best(allocator, device_nodes, claims, state.usage)
+            extended = extended or node_extended
+    best = explain_best(allocator, device_nodes, claims if extended is None else [*claims, extended], state.usage)
     placed = len(state.placements)
     unschedulable = not device_nodes and bool(tally)
     if not allocator.snapshot.nodes:

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from admission.core.models import DeviceClass, Node, NodeSelector, Pod, Taint, Toleration
+from admission.core.models import Container, DeviceClass, Node, NodeSelector, Pod, Taint, Toleration
 from admission.core.nodefit.affinity import matches_node_affinity
+from admission.core.nodefit.extended import served_resources
 from admission.core.nodefit.requests import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -30,13 +31,11 @@ from admission.core.nodefit.requests import (
 from admission.core.nodefit.taints import FILTERED_EFFECTS, tolerates_unschedulable, untolerated_taint
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
 TOO_MANY_PODS = "Too many pods"
-DRA_EXTENDED = "node(s) would serve {} from DRA devices (DRAExtendedResource), which draq does not allocate yet"
 _FIRST = (CPU, MEMORY, EPHEMERAL_STORAGE)
 _NONE: Mapping[str, int] = {}
 
@@ -52,18 +51,21 @@ def insufficient(resource: str) -> str:
 @dataclass(frozen=True, slots=True)
 class PodFit:
     """What the node filters need of one pod, computed once: its requests in scheduler units, its node
-    selector and required node affinity, its tolerations."""
+    selector and required node affinity, its tolerations (and its containers, for the claim of its
+    DRA-backed extended resources)."""
 
     key: str
     requests: Mapping[str, int] = field(default_factory=dict)
     node_selector: Mapping[str, str] = field(default_factory=dict)
     node_affinity: NodeSelector | None = None
     tolerations: tuple[Toleration, ...] = ()
+    containers: tuple[Container, ...] = ()
+    init_containers: int = 0  # how many come before `containers` (the scheduler's container index counts them)
 
     @staticmethod
     def of(pod: Pod) -> PodFit:
         return PodFit(pod.key, scheduler_amounts(pod_requests(pod)), dict(pod.node_selector), pod.node_affinity,
-                      pod.tolerations)
+                      pod.tolerations, pod.containers, len(pod.init_containers))
 
     @property
     def placement_key(self) -> tuple[object, ...]:
@@ -175,30 +177,24 @@ class NodeFitIndex:
                  classes: Iterable[DeviceClass] = ()) -> None:
         self.nodes: dict[str, NodeFacts] = {n.name: NodeFacts.of(n) for n in nodes}
         self.usage = NodeUsage.of_pods(pods)
-        served = set()
-        for device_class in classes:
-            served.add(IMPLICIT_EXTENDED_PREFIX + device_class.name)
-            if device_class.extended_resource_name:
-                served.add(device_class.extended_resource_name)
-        self.dra_extended = frozenset(served)
+        # Extended resources a DeviceClass serves (KEP 5004), with the class.
+        self.dra_classes: dict[str, DeviceClass] = served_resources(classes)
 
     def dra_served(self, pod: PodFit, node: NodeFacts) -> tuple[str, ...]:
         """Extended resources the pod requests that this node would get from DRA devices: a DeviceClass
         serves them and the node does not list them (with DRAExtendedResource on)."""
-        if not self.dra_extended:
+        if not self.dra_classes:
             return ()
         allocatable = node.allocatable or _NONE
-        return tuple(name for name in pod.requests if name in self.dra_extended and not allocatable.get(name))
+        return tuple(name for name in pod.requests if name in self.dra_classes and not allocatable.get(name))
 
     def reasons(self, pod: PodFit, node: str, usage: NodeUsage | None = None,
                 extended_resource: bool = False) -> list[str]:
-        """Every reason the pod does not fit the node (empty: it fits), the static one first."""
+        """Every reason the pod does not fit the node (empty: it fits), the static one first. With
+        DRAExtendedResource, resources DRA devices would serve on this node are left to the allocator."""
         facts = self.nodes[node]
         static = static_reason(pod, facts)
         if static is not None:
             return [static]
         delegated = self.dra_served(pod, facts) if extended_resource else ()
-        reasons = resource_reasons(pod, facts, (usage or self.usage).on(node), delegated)
-        if delegated:
-            reasons.append(DRA_EXTENDED.format(", ".join(delegated)))
-        return reasons
+        return resource_reasons(pod, facts, (usage or self.usage).on(node), delegated)

@@ -3,6 +3,7 @@
 Pure: manifests and models in, charges and decisions out.
 """
 
+from admission.core.nodefit.extended import extended_resource_class
 from admission.core.quota.accounting import AccountingError, Admission, QueueState, QuotaFit, UnitStatus
 from admission.core.quota.amounts import NONE, Amounts, format_amount
 from admission.core.quota.cel_programs import DraCel, device_selected
@@ -16,7 +17,6 @@ from admission.core.quota.charging import (
     charge_group,
     extended_claim_id,
     extended_resource_claim_spec,
-    extended_resource_class,
 )
 from admission.core.quota.device_values import CelCompiler, CompiledUnit, compile_unit, device_value
 from admission.core.quota.podgroup import (

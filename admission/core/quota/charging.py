@@ -28,6 +28,13 @@ from admission.core.models import (
     ResourceClaimTemplate,
 )
 from admission.core.nodefit import pod_requests
+from admission.core.nodefit.extended import IMPLICIT_EXTENDED_PREFIX as IMPLICIT_EXTENDED_PREFIX  # re-exported
+from admission.core.nodefit.extended import (
+    NotWholeDevices,
+    extended_claim_name,
+    extended_requests,
+    extended_resource_class,
+)
 from admission.core.quantity import Quantity
 from admission.core.quota.amounts import NONE, Amounts
 from admission.core.quota.device_values import CompiledUnit, device_value
@@ -35,7 +42,6 @@ from admission.core.quota.problems import Unchargeable
 from admission.core.quota.units import Counting
 
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 SelectionFilter = Callable[[Device, DeviceClass, DeviceSelection], bool]
 """Whether a device passes a class's and a (sub)request's selectors (raises DraqError on CEL errors)."""
@@ -43,7 +49,7 @@ SelectionFilter = Callable[[Device, DeviceClass, DeviceSelection], bool]
 
 def extended_claim_id(pod: Pod) -> str:
     """Plan key of the claim the scheduler makes for a pod's DRA-backed extended resources (KEP 5004)."""
-    return f"{pod.namespace}/{pod.name}/#extended-resources"
+    return f"{pod.namespace}/{extended_claim_name(pod.name)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,23 +384,6 @@ def _held_elsewhere(claim: ResourceClaim, members: set[str]) -> bool:
     return any(r.resource != "pods" or r.name not in members for r in claim.reserved_for)
 
 
-def extended_resource_class(resource: str, classes: Iterable[DeviceClass]) -> DeviceClass | None:
-    """The DeviceClass serving an extended resource by DRA (KEP 5004).
-
-    The newest class naming it in extendedResourceName (equal age: the first name), else the class
-    named by the implicit `deviceclass.resource.kubernetes.io/<class>`.
-    """
-    classes = tuple(classes)
-    explicit = [c for c in classes if c.extended_resource_name == resource]
-    if explicit:
-        newest = max(c.creation_timestamp for c in explicit)
-        return min((c for c in explicit if c.creation_timestamp == newest), key=lambda c: c.name)
-    if resource.startswith(IMPLICIT_EXTENDED_PREFIX):
-        name = resource.removeprefix(IMPLICIT_EXTENDED_PREFIX)
-        return next((c for c in classes if c.name == name), None)
-    return None
-
-
 def extended_resource_claim_spec(pod: Pod, classes: Iterable[DeviceClass]) -> ClaimSpec:
     """The claim the scheduler makes for a pod's DRA-backed extended resources (KEP 5004).
 
@@ -405,16 +394,8 @@ def extended_resource_claim_spec(pod: Pod, classes: Iterable[DeviceClass]) -> Cl
 
 
 def _extended_requests(pod: Pod, classes: tuple[DeviceClass, ...]) -> list[tuple[str, DeviceRequest]]:
-    requests = []
-    for index, container in enumerate(pod.containers):
-        wanted = {**container.limits, **container.requests}
-        mapped = [(r, q, c) for r, q in sorted(wanted.items())
-                  if (c := extended_resource_class(r, classes)) is not None]
-        for position, (resource, quantity, device_class) in enumerate(mapped):
-            if quantity.value.denominator != 1 or quantity.value < 1:
-                raise Unchargeable(f"pod {pod.key} container {container.name}: {resource} {quantity} is not "
-                                   "a whole number of devices", permanent=True)
-            name = f"container-{index}-request-{position}"
-            selection = DeviceSelection(name, device_class.name, count=quantity.value.numerator)
-            requests.append((resource, DeviceRequest(name, exactly=selection)))
-    return requests
+    try:
+        return extended_requests(pod.containers, lambda resource: extended_resource_class(resource, classes),
+                                 first_index=len(pod.init_containers))
+    except NotWholeDevices as err:
+        raise Unchargeable(f"pod {pod.key} {err}", permanent=True) from None

@@ -162,16 +162,35 @@ def test_devices_still_decide_among_nodes_that_pass_the_filters() -> None:
     assert short.reason == "pod default/p0 fits on no node after placing 0 other pod(s) of the group; best node n0"
 
 
-def test_dra_backed_extended_resources_on_nodes_without_a_device_plugin() -> None:
+def test_dra_backed_extended_resources_come_from_devices_on_nodes_without_a_device_plugin() -> None:
     gated = exactly("1.35", ["DRAExtendedResource"])
-    objects = [gpu_node("plugin", gpus=0, allocatable={**NODE, "example.com/gpu": "1"}), gpu_node("dra"),
+    objects = [gpu_node("dra", gpus=2), gpu_node("plugin", gpus=0, allocatable={**NODE, "example.com/gpu": "1"}),
                device_class("gpu-er", extended_resource="example.com/gpu")]
-    wants = member("p0", gpus=0, containers=[container(requests={"cpu": "1", "example.com/gpu": "1"})])
-    assert place(*objects, wants, gates=gated).placements == {"default/p0": "plugin"}
-    both = [wants, with_spec(member("p1", gpus=0), containers=[container(requests={"example.com/gpu": "1"})])]
-    plan = place(*objects, *both, gates=gated)
-    assert not plan.feasible
-    assert ("1 node(s) would serve example.com/gpu from DRA devices (DRAExtendedResource), which draq does not "
-            "allocate yet" in (plan.reason or ""))
-    # Without the gate the resource must be listed by the node, as for any extended resource.
-    assert "0/2 nodes are available: 2 Insufficient example.com/gpu" in (place(*objects, *both).reason or "")
+    wants = member("p0", gpus=0, containers=[container(requests={"cpu": "1", "example.com/gpu": "2"})])
+    # Node "dra" does not list example.com/gpu: with the gate, the scheduler allocates 2 of its devices.
+    plan = place(*objects, wants, gates=gated)
+    assert plan.placements == {"default/p0": "dra"}
+    (claim_key,) = plan.allocations
+    assert claim_key == "default/p0/#extended-resources"
+    assert [(r.request, r.device) for r in plan.allocations[claim_key].results] == [
+        ("container-0-request-1", "gpu-0"), ("container-0-request-1", "gpu-1")]
+    # A second pod finds node "dra" out of devices and "plugin" with one device-plugin GPU, not two.
+    second = with_spec(member("p1", gpus=0), containers=[container(requests={"example.com/gpu": "2"})])
+    failed = place(*objects, wants, second, gates=gated)
+    assert not failed.feasible and failed.failed_member == "default/p1"
+    assert ("0/2 nodes are available: 1 Insufficient example.com/gpu, 1 cannot allocate all claims"
+            in (failed.reason or ""))
+    # Without the gate the resource must be listed by the node, as any extended resource.
+    plain = place(*objects, wants)
+    assert not plain.feasible
+    assert "0/2 nodes are available: 2 Insufficient example.com/gpu" in (plain.reason or "")
+
+
+def test_a_dra_backed_extended_resource_must_be_whole_devices() -> None:
+    gated = exactly("1.35", ["DRAExtendedResource"])
+    objects = [gpu_node("dra"), device_class("gpu-er", extended_resource="example.com/gpu")]
+    half = member("p0", gpus=0, containers=[container(requests={"example.com/gpu": "500m"})])
+    plan = place(*objects, half, gates=gated)
+    assert not plan.feasible and plan.unschedulable
+    assert plan.reason == ("pod default/p0 fits on no node after placing 0 other pod(s) of the group: 0/1 nodes "
+                           "are available: 1 container main: example.com/gpu 500m is not a whole number of devices")

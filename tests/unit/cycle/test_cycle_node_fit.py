@@ -3,9 +3,11 @@ resources taken by groups admitted earlier (in this cycle, or admitted before an
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from admission.core.cycle import Admit, Wait, WaitReason
+from admission.core.cycle import Admit, Wait, WaitReason, run_cycle
+from admission.core.features import exactly
 from tests.support.builders import (
     HOSTNAME_LABEL,
     Manifest,
@@ -17,7 +19,7 @@ from tests.support.builders import (
     toleration,
     with_spec,
 )
-from tests.unit.cycle.cycle_builders import NS, cycle, gpu_queue, gpu_template, group_record, member
+from tests.unit.cycle.cycle_builders import NS, cycle, cycle_input, gpu_queue, gpu_template, group_record, member
 
 ALLOCATABLE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 
@@ -114,3 +116,18 @@ def test_required_inter_pod_constraints_make_the_group_wait_with_the_reason() ->
     soft = cpu_gang("t", 1, "1", topologySpreadConstraints=[
         {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "ScheduleAnyway"}])
     assert isinstance(cycle(sized_node("node-a") + soft, [gpu_queue("main", 8)]).decision(f"{NS}/t"), Admit)
+
+
+def test_dra_backed_extended_resources_are_allocated_and_charged_as_devices() -> None:
+    resource = "deviceclass.resource.kubernetes.io/gpu"  # the implicit name of class gpu
+    pods = [with_spec(member("x-0", "x"), containers=[container(requests={"cpu": "1", resource: "2"})])]
+    objects = sized_node("node-a") + pods
+    plain = cycle_input(objects, [gpu_queue("main", 8)])
+    waiting = run_cycle(plain).decision(f"{NS}/x")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+    assert waiting.message.endswith(f"0/1 nodes are available: 1 Insufficient {resource}")
+    gated = dataclasses.replace(plain, gates=exactly("1.35", ["DRAExtendedResource"]))
+    admitted = run_cycle(gated).decision(f"{NS}/x")
+    assert isinstance(admitted, Admit)
+    assert admitted.charge.get("gpus") == 2
+    assert len(admitted.allocations[f"{NS}/x-0/#extended-resources"].results) == 2

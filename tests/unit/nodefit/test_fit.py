@@ -122,8 +122,7 @@ def test_index_reasons_and_dra_served_extended_resources() -> None:
     assert index.reasons(fit, "dra") == ["Insufficient example.com/gpu"]
     assert index.dra_served(fit, index.nodes["dra"]) == ("example.com/gpu",)
     assert index.dra_served(fit, index.nodes["plugin"]) == ()
-    assert index.reasons(fit, "dra", extended_resource=True) == [
-        "node(s) would serve example.com/gpu from DRA devices (DRAExtendedResource), which draq does not "
-        "allocate yet"]
+    assert index.reasons(fit, "dra", extended_resource=True) == []  # left to the allocator
+    assert index.dra_classes["example.com/gpu"].name == "gpu"
     implicit = pod_fit({"deviceclass.resource.kubernetes.io/gpu": "1"})
     assert index.dra_served(implicit, index.nodes["dra"]) == ("deviceclass.resource.kubernetes.io/gpu",)
