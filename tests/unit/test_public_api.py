@@ -43,6 +43,10 @@ PUBLIC = {
         "qualified_name", "qualify",
         "CLAIM_COUNT", "Namespace", "ResourceQuota", "class_devices_resource", "device_class_of", "requested_resource",
     ],
+    "admission.core.gaps": [
+        "Account", "Gap", "GapInput", "GapKind", "GapReport", "MEANING", "NativeAccount", "SUPPORTED", "find_gaps",
+        "parse_kind", "read_objects", "render_text",
+    ],
     "admission.core.review": [
         "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",
         "pod_queue", "selector_matches", "validate",

@@ -1,0 +1,176 @@
+"""`find_gaps`: the accounts and every gap between them, from one set of objects. Pure."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from admission.core.cycle import charge_corrections, charging_inventory, collect_groups, is_managed
+from admission.core.gaps.holdings import Holdings, find_holdings, is_extended, is_scheduler_claim
+from admission.core.gaps.inputs import GapInput
+from admission.core.gaps.membership import Place, Placer, PodPlace, is_live
+from admission.core.gaps.native import NativeView, limit_gaps, native_accounts
+from admission.core.gaps.nodes import DoubleOffers
+from admission.core.gaps.report import Account, Gap, GapKind, GapReport
+from admission.core.models import DeviceClass
+from admission.core.nodefit import pod_requests
+from admission.core.quota import CompiledUnit, Counting, Inventory, extended_resource_class, format_amount
+
+_SHOWN = 3
+
+
+def find_gaps(data: GapInput) -> GapReport:
+    """Every account (held vs charged per namespace, ClusterQueue and unit; native quota per resource)
+    and every gap, sorted by kind, namespace, queue, node and measure."""
+    inventory = charging_inventory(data.snapshot, data.gates)
+    holdings = find_holdings(data, inventory)
+    offers = DoubleOffers(data)
+    native, counts, native_notes = native_accounts(data, NativeView(data, holdings))
+    gaps = [*_charge_gaps(data, inventory), *_held_without_charge(data, holdings), *_uncounted(data),
+            *_extended_via_dra(data, holdings), *offers.gaps(), *counts, *limit_gaps(data)]
+    gaps.sort(key=lambda g: (list(GapKind).index(g.kind), g.namespace, g.cluster_queue, g.node, g.measure, g.message))
+    notes = (*data.notes, *holdings.notes, *offers.notes, *native_notes)
+    return GapReport(tuple(gaps), _accounts(data, holdings), tuple(native), tuple(dict.fromkeys(notes)))
+
+
+# ----- accounts -----------------------------------------------------------------------------------
+def _accounts(data: GapInput, holdings: Holdings) -> tuple[Account, ...]:
+    held: dict[tuple[str, str, str], Fraction] = defaultdict(Fraction)
+    charged: dict[tuple[str, str, str], Fraction] = defaultdict(Fraction)
+    for holding in holdings.items:
+        queue = "" if holding.place.place is Place.OUTSIDE else holding.place.cluster_queue
+        for unit, amount in holding.amounts:
+            held[(holding.namespace, queue, unit)] += amount
+    for group in data.pod_groups:
+        if group.holds_quota:
+            for unit, amount in group.charge:
+                charged[(group.namespace, group.cluster_queue, unit)] += amount
+    return tuple(Account(*key, held.get(key, Fraction(0)), charged.get(key, Fraction(0)))
+                 for key in sorted(set(held) | set(charged)))
+
+
+# ----- ChargeDiffers ------------------------------------------------------------------------------
+def _charge_gaps(data: GapInput, inventory: Inventory) -> list[Gap]:
+    managed = [p for p in data.snapshot.pods.values() if is_managed(p)]
+    groups = {g.key: g for g in collect_groups(managed, data.pod_groups)}
+    corrections = charge_corrections(groups.values(), data.snapshot.claims, data.snapshot.templates, data.units,
+                                     inventory, data.matches)
+    gaps = []
+    for correction in corrections:
+        group = groups[correction.group]
+        assert group.pod_group is not None
+        objects = (f"PodGroup {group.key}", *(f"Pod {p.key}" for p in group.pods if is_live(p)))
+        for difference in correction.reconciliation.differences:
+            message = (f"PodGroup {group.key} is charged {format_amount(difference.charged)} {difference.unit}, its "
+                       f"running members' claims hold {format_amount(difference.allocated)}")
+            gaps.append(Gap(GapKind.CHARGE_DIFFERS, difference.unit, difference.allocated - difference.charged,
+                            message, group.namespace, group.pod_group.cluster_queue, objects=objects))
+    return gaps
+
+
+# ----- OutsideQueues, BypassedAdmission ------------------------------------------------------------
+@dataclass
+class _Held:
+    size: Fraction = Fraction(0)
+    objects: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def _held_without_charge(data: GapInput, holdings: Holdings) -> list[Gap]:
+    device_units = {u.name for u in data.units if u.unit.counting is not Counting.CORE}
+    found: dict[tuple[GapKind, str, str, str, str], _Held] = defaultdict(_Held)
+    for holding in holdings.items:
+        kind = _unadmitted_kind(holding.place)
+        if kind is None:
+            continue
+        group = holding.place.group if kind is GapKind.BYPASSED_ADMISSION else ""
+        for unit, amount in holding.amounts:
+            if unit in device_units:
+                entry = found[(kind, holding.namespace, holding.place.cluster_queue, group, unit)]
+                entry.size += amount
+                entry.objects += [o for o in holding.objects if o not in entry.objects]
+                entry.reasons += [holding.place.reason] if holding.place.reason not in entry.reasons else []
+    return [_held_gap(kind, namespace, queue, unit, entry)
+            for (kind, namespace, queue, _, unit), entry in sorted(found.items())]
+
+
+def _unadmitted_kind(place: PodPlace) -> GapKind | None:
+    if place.place is Place.OUTSIDE:
+        return GapKind.OUTSIDE_QUEUES
+    if place.place is Place.BYPASSED:
+        return GapKind.BYPASSED_ADMISSION
+    return None
+
+
+def _held_gap(kind: GapKind, namespace: str, queue: str, unit: str, entry: _Held) -> Gap:
+    where = "outside every queue" if kind is GapKind.OUTSIDE_QUEUES else \
+        f"in ClusterQueue {queue or '(unknown)'} without an admission"
+    message = (f"{format_amount(entry.size)} {unit} held {where} in namespace {namespace}: "
+               f"{_listed(entry.objects)}; {'; '.join(entry.reasons)}")
+    return Gap(kind, unit, entry.size, message, namespace, queue, objects=tuple(entry.objects))
+
+
+# ----- UncountedExtendedResource ------------------------------------------------------------------
+def _uncounted(data: GapInput) -> list[Gap]:
+    placer = Placer(data.namespace_labels, data.local_queues, data.pod_groups)
+    classes = tuple(data.snapshot.inventory.classes.values())
+    found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
+    for pod in sorted(data.snapshot.pods.values(), key=lambda p: p.key):
+        place = placer.place(pod) if is_live(pod) else None
+        if place is None or place.place is Place.OUTSIDE:
+            continue
+        for resource, amount in sorted(pod_requests(pod).items()):
+            if is_extended(resource) and amount and not _counted(resource, data.units, classes):
+                entry = found[(pod.namespace, place.cluster_queue, resource)]
+                entry.size += amount
+                entry.objects.append(f"Pod {pod.key}")
+    return [Gap(GapKind.UNCOUNTED_EXTENDED, resource, entry.size,
+                f"pods of ClusterQueue {queue or '(unknown)'} request {format_amount(entry.size)} {resource}, which "
+                f"no QuotaUnit counts: the queue does not limit it ({_listed(entry.objects)})",
+                namespace, queue, objects=tuple(entry.objects))
+            for (namespace, queue, resource), entry in sorted(found.items())]
+
+
+def _counted(resource: str, units: tuple[CompiledUnit, ...], classes: tuple[DeviceClass, ...]) -> bool:
+    """Some unit counts the resource: it lists it, or counts the class that serves it through DRA."""
+    if any(u.unit.extended(resource) is not None for u in units):
+        return True
+    device_class = extended_resource_class(resource, classes)
+    return device_class is not None and any(u.unit.counts_class(device_class.name) for u in units)
+
+
+# ----- ExtendedResourceViaDRA ---------------------------------------------------------------------
+def _extended_via_dra(data: GapInput, holdings: Holdings) -> list[Gap]:
+    classes = tuple(data.snapshot.inventory.classes.values())
+    found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
+    for holding in holdings.items:
+        if holding.claim is None or not is_scheduler_claim(holding.claim):
+            continue
+        for pod in holding.pods:
+            for resource, amount in sorted(pod_requests(pod).items()):
+                device_class = extended_resource_class(resource, classes)
+                if device_class is None or device_class.name not in holding.devices:
+                    continue
+                for unit in data.units:
+                    extended = unit.unit.extended(resource)
+                    if extended is not None and not unit.unit.counts_class(device_class.name):
+                        entry = found[(holding.namespace, holding.place.cluster_queue, unit.name)]
+                        entry.size += amount * extended.counts_as
+                        entry.objects += [o for o in holding.objects if o not in entry.objects]
+                        entry.reasons.append(f"{resource} as class {device_class.name}")
+    return [_via_dra_gap(namespace, queue, unit, entry) for (namespace, queue, unit), entry in sorted(found.items())]
+
+
+def _via_dra_gap(namespace: str, queue: str, unit: str, entry: _Held) -> Gap:
+    served = ", ".join(dict.fromkeys(entry.reasons))
+    message = (f"the scheduler gave pods their {served} through DRA claims ({_listed(entry.objects)}); unit "
+               f"{unit} counts the extended resource but not that class, so {format_amount(entry.size)} {unit} "
+               "are not charged")
+    return Gap(GapKind.EXTENDED_VIA_DRA, unit, entry.size, message, namespace, queue, objects=tuple(entry.objects))
+
+
+def _listed(objects: list[str]) -> str:
+    shown = ", ".join(objects[:_SHOWN])
+    return shown + (f" and {len(objects) - _SHOWN} more" if len(objects) > _SHOWN else "")
+
