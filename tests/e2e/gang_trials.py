@@ -1,0 +1,117 @@
+"""Random but realistic gang trials for the group-level differential test.
+
+A trial is a handful of GPU nodes (some tainted, some short of cpu, some partly taken by unmanaged
+pods that hold GPUs) and a handful of gated groups of 2–6 members with GPU templates or a shared claim,
+cpu/memory requests that do and do not fit, tolerations and zone affinity. Everything of a trial
+carries its id (node label `draq.io/trial`, pods select it), so trials never see each other's nodes.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+
+GPU_CLASS = "gpu.nvidia.com"
+TRIAL_LABEL = "draq.io/trial"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+TAINT = {"key": "dedicated", "value": "training", "effect": "NoSchedule"}
+
+
+@dataclass
+class TrialNode:
+    name: str
+    zone: str
+    cpu: str
+    tainted: bool
+    filler_gpus: int  # GPUs held by an unmanaged pod before the groups arrive
+
+
+@dataclass
+class TrialGroup:
+    name: str
+    size: int
+    gpus: int  # per member (or of the shared claim)
+    cpu: str
+    memory: str
+    tolerates: bool
+    zone: str | None
+    shared: bool  # all members use one claim instead of one each
+
+    def manifests(self, namespace: str, trial: str) -> list[dict[str, Any]]:
+        request = {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": self.gpus}}
+        if self.shared:
+            holder: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                      "metadata": {"name": f"{self.name}-shared", "namespace": namespace},
+                                      "spec": {"devices": {"requests": [request]}}}
+            entry = {"name": "gpus", "resourceClaimName": f"{self.name}-shared"}
+        else:
+            holder = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                      "metadata": {"name": f"{self.name}-gpus", "namespace": namespace},
+                      "spec": {"spec": {"devices": {"requests": [request]}}}}
+            entry = {"name": "gpus", "resourceClaimTemplateName": f"{self.name}-gpus"}
+        return [holder] + [self._pod(namespace, trial, i, entry) for i in range(self.size)]
+
+    def _pod(self, namespace: str, trial: str, index: int, entry: dict[str, str]) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "schedulingGates": [{"name": GATE}], "nodeSelector": {TRIAL_LABEL: trial},
+            "containers": [{"name": "main", "image": "registry.example/train:1",
+                            "resources": {"requests": {"cpu": self.cpu, "memory": self.memory},
+                                          "claims": [{"name": "gpus"}]}}],
+            "resourceClaims": [entry]}
+        if self.tolerates:
+            spec["tolerations"] = [{"key": TAINT["key"], "operator": "Equal", "value": TAINT["value"],
+                                    "effect": TAINT["effect"]}]
+        if self.zone is not None:
+            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": ZONE_LABEL, "operator": "In", "values": [self.zone]}]}]}}}
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{self.name}-{index}", "namespace": namespace,
+                             "labels": {QUEUE_LABEL: "lq", GROUP_LABEL: self.name, GROUP_MIN_LABEL: str(self.size)}},
+                "spec": spec}
+
+
+@dataclass
+class Trial:
+    seed: int
+    id: str
+    nodes: list[TrialNode] = field(default_factory=list)
+    groups: list[TrialGroup] = field(default_factory=list)
+
+
+def generate(seed: int, node_count: int = 4, group_count: int = 5) -> Trial:
+    rng = random.Random(seed)
+    trial = Trial(seed, f"g{seed}")
+    for i in range(node_count):
+        trial.nodes.append(TrialNode(
+            name=f"{trial.id}-n{i}", zone=rng.choice(("a", "b")), cpu=rng.choice(("16", "48", "96")),
+            tainted=rng.random() < 0.3, filler_gpus=rng.choice((0, 0, 2, 3, 5))))
+    for i in range(group_count):
+        shared = rng.random() < 0.15
+        size = rng.randint(2, 6)
+        trial.groups.append(TrialGroup(
+            name=f"{trial.id}-grp{i}", size=size,
+            gpus=rng.choice((1, 2, 4)) if shared else rng.choice((1, 2, 2, 4, 4, 6, 8)),
+            cpu=rng.choice(("1", "4", "8", "24", "40")), memory=rng.choice(("1Gi", "16Gi", "64Gi", "300Gi")),
+            tolerates=rng.random() < 0.5, zone=rng.choice(("a", "b")) if rng.random() < 0.3 else None,
+            shared=shared))
+    return trial
+
+
+def filler(node: TrialNode, namespace: str) -> list[dict[str, Any]]:
+    """An unmanaged pod on `node` holding `filler_gpus` GPUs (fragmentation draq must see)."""
+    name = f"{node.name}-filler"
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"spec": {"devices": {"requests": [
+                    {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": node.filler_gpus}}]}}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+           "spec": {"nodeSelector": {"kubernetes.io/hostname": node.name},
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "main", "image": "registry.example/infer:1",
+                                    "resources": {"requests": {"cpu": "2"}, "claims": [{"name": "gpus"}]}}],
+                    "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": name}]}}
+    return [template, pod]
