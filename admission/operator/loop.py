@@ -4,6 +4,10 @@ through their phases, run one admission cycle and write its decisions, then the 
 An admission is written on the PodGroup status first (phase Admitted, charge, plan, admittedAt) and
 only then are the gates removed, member by member. A crash in between leaves a PodGroup recorded
 Admitted with gated members; the next leader's first step is to remove those gates.
+
+With leader election, cycles run only in a term of leadership: a new term starts by reading the
+PodGroups afresh, and a cycle still running when the term ends is abandoned (the writer's fence sends
+nothing after the renew deadline; `docs/operator.md`, "Leadership and fencing").
 """
 
 from __future__ import annotations
@@ -11,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,11 +36,12 @@ from admission.core.cycle import (
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
 from admission.core.quota import Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
+from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.cache import OperatorCache
 from admission.operator.eviction import Evictor
-from admission.operator.leader import LeaderElector
+from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, default_identity
 from admission.operator.reading import CacheReader, Reading
 from admission.operator.settings import OperatorSettings
 from admission.operator.writer import Writer
@@ -53,32 +56,40 @@ class Operator:
         self.clock = clock
         self.cache = OperatorCache(self.api, clock)
         self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version), clock)
-        self.writer = Writer(self.api, self.cache, clock)
-        self.evictor = Evictor(self.writer, settings.bind_timeout_seconds)
-        self.gates = self.reader.gates
-        self.identity = settings.identity or f"{socket.gethostname()}-{os.getpid()}"
+        self.identity = settings.identity or default_identity()
         self.elector: LeaderElector | None = None
         if settings.leader_election:
             self.elector = LeaderElector(self.api, settings.lease_namespace, settings.lease_name, self.identity,
-                                         settings.lease_seconds, clock)
+                                         settings.election_timing(), clock)
+        self.writer = Writer(self.api, self.cache, clock, self.elector or NO_FENCE)
+        self.evictor = Evictor(self.writer, settings.bind_timeout_seconds)
+        self.gates = self.reader.gates
         self.cycles = 0
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
         self._queue_status: dict[str, Mapping[str, Any]] = {}
 
     async def run(self) -> None:
-        """Run until cancelled."""
+        """Run until cancelled; on the way out the Lease is released, so another replica takes over at once."""
         await self.cache.start()
         elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
+        term = 0
         try:
             while True:
                 if self.elector is not None:
                     await self.elector.leading.wait()
+                    if self.elector.term != term:
+                        if not await self._begin_term():
+                            await self.clock.sleep(1.0)
+                            continue
+                        term = self.elector.term
                 await self._wait_for_change()
-                if self.elector is not None and not self.elector.leading.is_set():
+                if self.elector is not None and not self.elector.may_write():
                     continue
                 try:
-                    await self.reconcile()
+                    await self._pass_in_term()
+                except LeadershipLost as err:
+                    log.warning("admission cycle abandoned: %s", err)
                 except (KubeApiError, OSError, TimeoutError) as err:
                     log.warning("admission cycle interrupted: %s; trying again on the next change", err)
                     self.cache.changed.set()
@@ -92,6 +103,48 @@ class Operator:
                     await asyncio.shield(self.elector.release())
             await self.cache.stop()
             await self.api.close()
+
+    async def _begin_term(self) -> bool:
+        """A new term: forget what earlier terms believed they wrote and read the PodGroups afresh. The
+        read is consistent and made after the Lease changed hands, so the records a previous leader wrote
+        before it stopped count even where the watch is behind (its later writes fail on the fence)."""
+        self._said.clear()
+        self._queue_status.clear()
+        try:
+            listing = await self.api.get(kinds.POD_GROUPS.list_path())
+        except KubeApiError as err:
+            if err.status != 404:  # 404: the CRD is not installed, there is nothing to read
+                log.warning("new term: reading the PodGroups: %s; trying again", err)
+                return False
+            listing = {}
+        except (OSError, TimeoutError) as err:
+            log.warning("new term: reading the PodGroups: %s; trying again", err)
+            return False
+        for item in listing.get("items") or []:
+            self.cache.assume("PodGroup", item)
+        self.cache.changed.set()
+        return True
+
+    async def _pass_in_term(self) -> None:
+        """One pass; with leader election it is cancelled as soon as the term ends."""
+        if self.elector is None:
+            await self.reconcile()
+            return
+        cycle = asyncio.create_task(self.reconcile())
+        deposed = asyncio.create_task(self.elector.deposed.wait())
+        try:
+            done, _ = await asyncio.wait({cycle, deposed}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            cycle.cancel()
+            deposed.cancel()
+            await asyncio.gather(cycle, deposed, return_exceptions=True)
+            raise
+        deposed.cancel()
+        if cycle not in done:
+            cycle.cancel()
+            await asyncio.gather(cycle, return_exceptions=True)
+            raise LeadershipLost("the term of leadership ended during the cycle")
+        cycle.result()
 
     async def _wait_for_change(self) -> None:
         with contextlib.suppress(TimeoutError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from admission.core.leadership import DEFAULT_LEASE_NAME, ElectionTiming
+
 
 @dataclass(frozen=True, slots=True)
 class OperatorSettings:
@@ -16,12 +18,17 @@ class OperatorSettings:
     debounce_seconds: float = 0.15
     # A cycle also runs this often without changes (e.g. to re-evaluate after a failed write).
     resync_seconds: float = 30.0
-    # Leader election: only the holder of this Lease runs cycles.
+    # Leader election: only the holder of this Lease runs cycles (admission.core.leadership.ElectionTiming).
     leader_election: bool = True
     lease_namespace: str = "draq-system"
-    lease_name: str = "draq-operator"
+    lease_name: str = DEFAULT_LEASE_NAME
     lease_seconds: float = 15.0
-    identity: str = ""  # default: hostname and process id
+    renew_deadline_seconds: float | None = None  # default: two thirds of the lease
+    retry_period_seconds: float | None = None  # default: 2/15 of the lease
+    identity: str = ""  # default: POD_NAME, else the host name (stable across restarts)
     # An admitted group not all bound within this many seconds is evicted and requeued (a ClusterQueue's
     # spec.bindTimeoutSeconds overrides it).
     bind_timeout_seconds: int = 300
+
+    def election_timing(self) -> ElectionTiming:
+        return ElectionTiming.for_lease(self.lease_seconds, self.renew_deadline_seconds, self.retry_period_seconds)

@@ -1,7 +1,9 @@
 """Every write the admission loop makes: PodGroup objects and status, gate removal, queue status, Events.
 
 Writes return the object the API answered with and hand it to the cache (`assume`), so the next
-cycle sees its own decisions even before the watch delivers them.
+cycle sees its own decisions even before the watch delivers them. Every write goes through the fence
+(`leader.FencedClient`): none is sent once the term of leadership is over, and every PodGroup status
+carries the epoch it was decided under, which draq's webhook checks against the Lease.
 """
 
 from __future__ import annotations
@@ -12,19 +14,22 @@ from typing import Any
 
 from admission.core.cycle.pinning import pinned_affinity
 from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
+from admission.core.leadership import fenced_status
 from admission.core.native_gangs import workload
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock, timestamp
 from admission.operator.cache import OperatorCache
+from admission.operator.leader import NO_FENCE, Fence, FencedClient
 
 log = logging.getLogger(__name__)
 COMPONENT = "draq-operator"
 
 
 class Writer:
-    def __init__(self, api: Client, cache: OperatorCache, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.api = api
+    def __init__(self, api: Client, cache: OperatorCache, clock: Clock = SYSTEM_CLOCK, fence: Fence = NO_FENCE) -> None:
+        self.fence = fence
+        self.api: Client = FencedClient(api, fence)
         self.cache = cache
         self.clock = clock
 
@@ -49,7 +54,7 @@ class Writer:
     async def pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any],
                                resource_version: str | None = None) -> dict[str, Any]:
         """Merge `status` into the PodGroup's status; with `resource_version`, only if unchanged since."""
-        body: dict[str, Any] = {"status": dict(status)}
+        body: dict[str, Any] = {"status": fenced_status(status, self.fence.current_epoch())}
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
         written = await self.api.merge_patch(kinds.POD_GROUPS.object_path(namespace, name, "status"), body)
