@@ -75,7 +75,8 @@ class CacheReader:
         state, current = self._state(queues, groups)
         snapshot = Snapshot.from_models([*models, *pods])  # every pod: those on nodes take their room
         cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
-                           promised_devices(groups, snapshot.claims), labels, self.clock.now())
+                           promised_devices(groups, snapshot.claims), labels, self.clock.now(),
+                           timer=self.clock.monotonic)
         return Reading(cycle, queues, manifests, current)
 
     def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...]) -> tuple[QueueState, bool]:

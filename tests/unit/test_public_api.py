@@ -51,6 +51,11 @@ PUBLIC = {
         "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",
         "pod_queue", "selector_matches", "validate",
     ],
+    "admission.core.telemetry": [
+        "AllocatedDevice", "GROUP_PHASES", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo", "ReviewOutcome",
+        "allocated_devices", "device_uuid", "group_figures", "loop_stall", "loop_unready", "pod_queues",
+        "published_devices", "queue_figures", "queue_infos", "release_latency", "review_outcome",
+    ],
     "admission.core.cel": [
         "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",
         "compile_expression", "compile_selector",

@@ -11,13 +11,14 @@ is considered; a group is admitted whole or not at all.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import recorded_plan
+from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
@@ -93,6 +94,7 @@ class CycleInput:
     promised: tuple[AllocationResult, ...] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None  # None: do not check selectors
     now: dt.datetime | None = None  # None: evicted groups are not held back by their backoff
+    timer: Callable[[], float] | None = None  # the shell's monotonic clock: CycleResult.step_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,7 @@ class CycleResult:
     decisions: tuple[GroupDecision, ...]
     state: QueueState  # accounting after this cycle's admissions
     usage: Usage = field(repr=False, default_factory=Usage)
+    step_seconds: Mapping[str, float] = field(default_factory=dict)  # allocator, charging (with a timer)
 
     @property
     def admitted(self) -> tuple[Admit, ...]:
@@ -115,6 +118,7 @@ class CycleResult:
 
 def run_cycle(cycle: CycleInput) -> CycleResult:
     allocator = Allocator(cycle.snapshot, cycle.gates)
+    steps = StepTimer(cycle.timer)
     usage = allocator.usage.copy()
     for allocation in cycle.promised:
         usage.add(allocation, cycle.gates)
@@ -134,7 +138,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   cluster_queue))
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
-        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle)
+        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps)
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
@@ -143,7 +147,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             nodes = _with_pods(nodes, group.pods, decision.placements)
         elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
             blocked[cluster_queue] = group.key
-    return CycleResult(tuple(decisions), state, usage)
+    return CycleResult(tuple(decisions), state, usage, steps.totals())
 
 
 def promised_pods(groups: Sequence[GroupView], nodes: NodeUsage) -> NodeUsage:
@@ -245,7 +249,7 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
 
 # ----- one group ------------------------------------------------------------------------------------
 def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
-            inventory: Inventory, state: QueueState, cycle: CycleInput) -> GroupDecision:
+            inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer) -> GroupDecision:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
     objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
@@ -253,10 +257,12 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
         members = members_for(group.pods, snapshot.claims, snapshot.templates)
     except DraqError as err:
         return Wait(group.key, WaitReason.DEVICES, str(err), queue)
-    placed = place_gang(allocator, members, usage=usage, nodes=nodes)
+    with steps.step(ALLOCATOR):
+        placed = place_gang(allocator, members, usage=usage, nodes=nodes)
     plan = Plan(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
     try:
-        charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
+        with steps.step(CHARGING):
+            charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
     except Unchargeable as err:
         if not placed.feasible:
             return _unplaced(group, placed, queue)

@@ -1,0 +1,113 @@
+"""Queue figures for metrics: quota, usage and borrowing per ClusterQueue and unit; groups by phase and
+by why they wait; how long a group waited for its release."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from admission.core.cycle import GroupDecision, GroupView, Wait, WaitReason
+from admission.core.cycle.timing import parse_time
+from admission.core.quota import LocalQueue, Phase, QueueState
+
+GROUP_PHASES = (Phase.PENDING, Phase.ADMITTED, Phase.RUNNING, Phase.EVICTED)
+"""The phases counted per ClusterQueue (finished groups are history, not load)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFigure:
+    """One unit of one ClusterQueue, in the unit's base amount (devices, bytes, counters, weights)."""
+
+    cluster_queue: str
+    unit: str
+    used: float  # charged to groups whose members are all bound
+    reserved: float  # charged to admitted groups not bound yet
+    borrowed: float  # usage beyond nominal, lent by the cohort
+    nominal: float | None = None  # None: the queue has no quota for the unit (not limited)
+    borrowing_limit: float | None = None  # None: no limit (or no quota)
+    lending_limit: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    cluster_queue: str
+    cohort: str
+    strategy: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFigures:
+    """Counts of groups by (ClusterQueue, phase) and of pending groups by (ClusterQueue, WaitReason);
+    every known queue has every phase and reason (zeros included), so series do not come and go."""
+
+    phases: Mapping[tuple[str, str], int]
+    waiting: Mapping[tuple[str, str], int]
+
+
+def queue_infos(state: QueueState) -> tuple[QueueInfo, ...]:
+    return tuple(QueueInfo(q.name, q.cohort or "", q.strategy.value) for _, q in sorted(state.queues.items()))
+
+
+def queue_figures(state: QueueState) -> tuple[QueueFigure, ...]:
+    """Every unit of every ClusterQueue: those it quotes, and those it is charged in without a quota."""
+    figures = []
+    for name in sorted(state.queues):
+        queue = state.queue(name)
+        for status in state.unit_statuses(name):
+            quota = queue.quota(status.unit)
+            figures.append(QueueFigure(
+                name, status.unit, _float(status.used), _float(status.reserved), _float(status.borrowed),
+                _float(quota.nominal.value) if quota else None,
+                _float(quota.borrowing_limit.value) if quota and quota.borrowing_limit is not None else None,
+                _float(quota.lending_limit.value) if quota and quota.lending_limit is not None else None))
+    return tuple(figures)
+
+
+def group_figures(groups: Iterable[GroupView], decisions: Iterable[GroupDecision],
+                  local_queues: Mapping[str, LocalQueue], cluster_queues: Iterable[str]) -> GroupFigures:
+    """Groups by phase after a cycle's decisions (a group admitted in it counts as Admitted), and the
+    waiting ones by reason. A group whose queue is unknown counts under ClusterQueue ""."""
+    decided = {d.group: d for d in decisions}
+    known = sorted(set(cluster_queues))
+    phases = {(q, p.value): 0 for q in known for p in GROUP_PHASES}
+    waiting = {(q, r.value): 0 for q in known for r in WaitReason}
+    for group in groups:
+        decision = decided.get(group.key)
+        if isinstance(decision, Wait):
+            queue = decision.cluster_queue or _cluster_queue(group, local_queues)
+            waiting[(queue, decision.reason.value)] = waiting.get((queue, decision.reason.value), 0) + 1
+        phase = _phase(group, decision)
+        if phase is not None:
+            key = (_cluster_queue(group, local_queues), phase.value)
+            phases[key] = phases.get(key, 0) + 1
+    return GroupFigures(phases, waiting)
+
+
+def release_latency(group: GroupView, released: dt.datetime) -> float | None:
+    """Seconds from the group's creation (its PodGroup's, else its earliest member's) to its release."""
+    created = parse_time(group.created)
+    if created is None:
+        return None
+    return max(0.0, (released - created).total_seconds())
+
+
+def _phase(group: GroupView, decision: GroupDecision | None) -> Phase | None:
+    if decision is not None:
+        return Phase.PENDING if isinstance(decision, Wait) else Phase.ADMITTED
+    phase = group.pod_group.phase if group.pod_group is not None else Phase.PENDING
+    if phase is Phase.FINISHED or (phase is Phase.PENDING and not group.pending):
+        return None
+    return phase
+
+
+def _cluster_queue(group: GroupView, local_queues: Mapping[str, LocalQueue]) -> str:
+    if group.pod_group is not None and group.pod_group.cluster_queue and group.holds_quota:
+        return group.pod_group.cluster_queue
+    local = local_queues.get(f"{group.namespace}/{group.queue}")
+    return local.cluster_queue if local is not None else ""
+
+
+def _float(value: Fraction) -> float:
+    return float(value)
