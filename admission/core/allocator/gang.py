@@ -29,7 +29,6 @@ from admission.core.nodefit import (
     NodeUsage,
     PodFit,
     resource_reasons,
-    static_reason,
 )
 from admission.core.nodefit.extended import NotWholeDevices, extended_claim_name, extended_requests
 
@@ -139,28 +138,25 @@ def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
 
 def _candidates(search: _Search, member: GangMember, node_names: list[str],
                 static: dict[object, _Candidates]) -> _Candidates:
-    """The nodes the member may use by its node name, cordons, taints, selector and affinity (computed
-    once per kind of pod), in name order."""
+    """The nodes the member may use by its node name, cordons, taints, selector and affinity, in name order
+    (the filters are answered once per kind of pod and snapshot)."""
     key = (member.nodes, member.fit.placement_key if member.fit is not None else None)
     found = static.get(key)
     if found is not None:
         return found
-    allowed = None if member.nodes is None else set(member.nodes)
-    nodes: list[str] = []
-    rejected: dict[str, str] = {}
-    for name in node_names:
-        facts = search.index.nodes[name]
-        if allowed is not None and name not in allowed:
-            reason: str | None = NODE_NAME_MISMATCH
-        elif member.fit is None:
-            reason = UNSCHEDULABLE if facts.unschedulable else None
-        else:
-            reason = static_reason(member.fit, facts)
-        if reason is None:
-            nodes.append(name)
-        else:
-            rejected[name] = reason
-    static[key] = found = _Candidates(nodes, rejected)
+    if member.fit is not None:
+        passing, filtered = search.index.static_filter(member.fit)
+    else:
+        passing = tuple(n for n in node_names if not search.index.nodes[n].unschedulable)
+        filtered = {n: UNSCHEDULABLE for n in node_names if search.index.nodes[n].unschedulable}
+    if member.nodes is None:
+        found = _Candidates(list(passing), filtered)
+    else:
+        allowed = set(member.nodes)
+        rejected = {n: NODE_NAME_MISMATCH for n in node_names if n not in allowed}
+        rejected.update((n, reason) for n, reason in filtered.items() if n in allowed)
+        found = _Candidates([n for n in passing if n in allowed], rejected)
+    static[key] = found
     return found
 
 

@@ -179,6 +179,24 @@ class NodeFitIndex:
         self.usage = NodeUsage.of_pods(pods)
         # Extended resources a DeviceClass serves (KEP 5004), with the class.
         self.dra_classes: dict[str, DeviceClass] = served_resources(classes)
+        self._static: dict[tuple[object, ...], tuple[tuple[str, ...], Mapping[str, str]]] = {}
+
+    def static_filter(self, pod: PodFit) -> tuple[tuple[str, ...], Mapping[str, str]]:
+        """The nodes (by name) where pods like this one may run whatever runs there, and why every other
+        node fails; answered once per kind of pod for the snapshot's lifetime."""
+        key = pod.placement_key
+        found = self._static.get(key)
+        if found is None:
+            nodes: list[str] = []
+            rejected: dict[str, str] = {}
+            for name in sorted(self.nodes):
+                reason = static_reason(pod, self.nodes[name])
+                if reason is None:
+                    nodes.append(name)
+                else:
+                    rejected[name] = reason
+            self._static[key] = found = (tuple(nodes), rejected)
+        return found
 
     def dra_served(self, pod: PodFit, node: NodeFacts) -> tuple[str, ...]:
         """Extended resources the pod requests that this node would get from DRA devices: a DeviceClass

@@ -126,3 +126,14 @@ def test_index_reasons_and_dra_served_extended_resources() -> None:
     assert index.dra_classes["example.com/gpu"].name == "gpu"
     implicit = pod_fit({"deviceclass.resource.kubernetes.io/gpu": "1"})
     assert index.dra_served(implicit, index.nodes["dra"]) == ("deviceclass.resource.kubernetes.io/gpu",)
+
+
+def test_static_filter_answers_once_per_kind_of_pod() -> None:
+    objects = models(with_spec(node("a"), taints=[taint("gpu", "true")]), node("b"), with_spec(node("c"),
+                                                                                                unschedulable=True))
+    index = NodeFitIndex([m for m in objects if isinstance(m, Node)])
+    nodes, rejected = index.static_filter(pod_fit())
+    assert nodes == ("b",)
+    assert rejected == {"a": "node(s) had untolerated taint {gpu: true}", "c": "node(s) were unschedulable"}
+    assert index.static_filter(pod_fit()) is index.static_filter(pod_fit())
+    assert index.static_filter(pod_fit(tolerations=[toleration("gpu", "true")]))[0] == ("a", "b")
