@@ -9,9 +9,13 @@ import logging
 from pathlib import Path
 from urllib.parse import urlparse
 
+from prometheus_client import CollectorRegistry
+
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import normalize_version
+from admission.kube.probes import Probes, start_probe_server
 from admission.operator import Operator, OperatorSettings
+from admission.operator.health import operator_checks
 from admission.webhook.configurations import WebhookTarget
 from admission.webhook.service import WebhookService, WebhookSettings
 
@@ -40,6 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(default: the Service draq-webhook in --namespace)")
     parser.add_argument("--webhook-host", default="0.0.0.0", help="address the webhooks listen on")
     parser.add_argument("--webhook-port", type=int, default=9443, help="port the webhooks listen on")
+    parser.add_argument("--metrics-host", default="0.0.0.0", help="address the metrics and probe port listens on")
+    parser.add_argument("--metrics-port", type=int, default=8080,
+                        help="plain-HTTP port for /metrics, /healthz and /readyz (default 8080; 0: none)")
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -78,24 +85,47 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
                            port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts)
 
 
-async def serve(operator: Operator, webhook: WebhookSettings | None) -> None:
-    service = WebhookService(webhook) if webhook is not None else None
+def metrics_address_from(args: argparse.Namespace) -> tuple[str, int] | None:
+    if not 0 <= args.metrics_port <= 65535:
+        raise InvalidInput("draq run", "--metrics-port", f"{args.metrics_port} is not a TCP port")
+    return (args.metrics_host, args.metrics_port) if args.metrics_port else None
+
+
+def probes(registry: CollectorRegistry, operator: Operator, service: WebhookService | None) -> Probes:
+    live, ready = operator_checks(operator)
+    found = Probes(registry, live=[("operator", live)], ready=[("operator", ready)])
+    if service is not None:
+        found.ready.append(("webhook", service.unready))
+    return found
+
+
+async def serve(operator: Operator, webhook: WebhookSettings | None, registry: CollectorRegistry | None = None,
+                metrics_address: tuple[str, int] | None = None) -> None:
+    registry = registry or CollectorRegistry()
+    service = WebhookService(webhook, registry) if webhook is not None else None
+    probe_server = None
     try:
+        if metrics_address is not None:
+            probe_server = await start_probe_server(probes(registry, operator, service), *metrics_address)
         if service is not None:
             await service.start()
         await operator.run()
     finally:
         if service is not None:
             await service.stop()
+        if probe_server is not None:
+            await probe_server.stop()
 
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     webhook = webhook_settings_from(args)
+    metrics_address = metrics_address_from(args)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(serve(Operator(settings), webhook))
+        registry = CollectorRegistry()
+        asyncio.run(serve(Operator(settings, registry=registry), webhook, registry, metrics_address))
     except OSError as err:
         raise DraqError(f"draq run: {err.strerror or err}") from err
     return 0

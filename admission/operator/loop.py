@@ -18,6 +18,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from admission.core.cycle import (
     Admit,
     GroupView,
@@ -41,7 +43,9 @@ from admission.kube.client import Client, KubeApi, KubeApiError, load_credential
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.cache import OperatorCache
 from admission.operator.eviction import Evictor
+from admission.operator.health import LoopHealth
 from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, default_identity
+from admission.operator.metrics import OperatorMetrics
 from admission.operator.reading import CacheReader, Reading
 from admission.operator.settings import OperatorSettings
 from admission.operator.writer import Writer
@@ -50,7 +54,8 @@ log = logging.getLogger(__name__)
 
 
 class Operator:
-    def __init__(self, settings: OperatorSettings, api: Client | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, settings: OperatorSettings, api: Client | None = None, clock: Clock = SYSTEM_CLOCK,
+                 registry: CollectorRegistry | None = None) -> None:
         self.settings = settings
         self.api: Client = api or KubeApi(load_credentials(settings.kubeconfig, settings.context))
         self.clock = clock
@@ -68,6 +73,9 @@ class Operator:
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
         self._queue_status: dict[str, Mapping[str, Any]] = {}
+        self.health = LoopHealth(clock)
+        self.metrics = OperatorMetrics(registry or CollectorRegistry(),
+                                       lambda: self.elector is None or self.elector.leading.is_set())
 
     async def run(self) -> None:
         """Run until cancelled; on the way out the Lease is released, so another replica takes over at once."""
@@ -87,7 +95,8 @@ class Operator:
                 if self.elector is not None and not self.elector.may_write():
                     continue
                 try:
-                    await self._pass_in_term()
+                    with self.health.running_pass():
+                        await self._pass_in_term()
                 except LeadershipLost as err:
                     log.warning("admission cycle abandoned: %s", err)
                 except (KubeApiError, OSError, TimeoutError) as err:
@@ -182,6 +191,7 @@ class Operator:
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
+        self.metrics.cycle(reading, result, self.cycle_seconds[-1], self.clock.now())
 
     # ----- admission --------------------------------------------------------------------------------
     async def _admit(self, reading: Reading, group: GroupView, admit: Admit) -> None:
@@ -207,6 +217,7 @@ class Operator:
         for pod in group.gated:
             await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
                                      admit.placements.get(pod.key))
+        self.metrics.released(group, admit, self.clock.now())
 
     async def _ensure_native_gang(self, reading: Reading, group: GroupView) -> None:
         """Members made native gang members by the webhook need their Workload before they are released."""

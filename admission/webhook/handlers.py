@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -73,28 +74,44 @@ class Fetcher(Protocol):
         ...
 
 
+class ReviewObserver(Protocol):
+    def reviewed(self, webhook: str, request: AdmissionRequest | None, document: Mapping[str, Any],
+                 seconds: float) -> None:
+        """One review answered (`request` None when it did not parse), and how long it took."""
+        ...
+
+
 class AdmissionHandlers:
-    def __init__(self, lookups: Lookups, policy: GatingPolicy, fetcher: Fetcher | None = None) -> None:
+    def __init__(self, lookups: Lookups, policy: GatingPolicy, fetcher: Fetcher | None = None,
+                 observer: ReviewObserver | None = None) -> None:
         self._lookups = lookups
         self._policy = policy
         self._fetcher = fetcher
+        self._observer = observer
 
     async def mutate(self, request: web.Request) -> web.Response:
-        return await self._review(request, lambda r, lookups: mutate(r, lookups, self._policy))
+        return await self._observed("mutate", request, lambda r, lookups: mutate(r, lookups, self._policy))
 
     async def validate(self, request: web.Request) -> web.Response:
-        return await self._review(request, lambda r, lookups: validate(r, lookups, self._policy))
+        return await self._observed("validate", request, lambda r, lookups: validate(r, lookups, self._policy))
 
-    async def _review(self, request: web.Request, decide: Decide) -> web.Response:
+    async def _observed(self, webhook: str, request: web.Request, decide: Decide) -> web.Response:
+        started = time.perf_counter()
+        review, document = await self._review(request, decide)
+        if self._observer is not None:
+            self._observer.reviewed(webhook, review, document, time.perf_counter() - started)
+        return _reply(document)
+
+    async def _review(self, request: web.Request, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
         body, whole = await read_body(request.content, request.content_length)
         if not whole:
-            return _reply(malformed_response(
+            return None, malformed_response(
                 uid_from_prefix(body),
-                f"the body is larger than the webhook accepts ({MAX_BODY_BYTES // (1024 * 1024)} MiB)"))
+                f"the body is larger than the webhook accepts ({MAX_BODY_BYTES // (1024 * 1024)} MiB)")
         review = read_review(body)
         if not isinstance(review, AdmissionRequest):
-            return _reply(review)
-        return _reply(render_response(review.uid, await self._decide(review, decide)))
+            return None, review
+        return review, render_response(review.uid, await self._decide(review, decide))
 
     async def _decide(self, review: AdmissionRequest, decide: Decide) -> Decision:
         try:

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from admission.core.errors import DraqError
 from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.core.review import GatingPolicy
@@ -19,6 +21,7 @@ from admission.kube.discovery import serves
 from admission.webhook.cache import ClusterCache
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.handlers import AdmissionHandlers
+from admission.webhook.metrics import WebhookMetrics
 from admission.webhook.publisher import ConfigurationPublisher
 from admission.webhook.rotation import SecretCA, ServingCertRotator
 from admission.webhook.server import RunningServer, build_app, start_server
@@ -58,8 +61,9 @@ class WebhookSettings:
 
 
 class WebhookService:
-    def __init__(self, settings: WebhookSettings) -> None:
+    def __init__(self, settings: WebhookSettings, registry: CollectorRegistry | None = None) -> None:
         self.settings = settings
+        self.metrics = WebhookMetrics(registry or CollectorRegistry())
         self.api = KubeApi(load_credentials(settings.kubeconfig, settings.context))
         self.cache = ClusterCache(self.api)
         self.tls = ServingTLS()
@@ -73,7 +77,8 @@ class WebhookService:
         await self.cache.start()
         await self._start_certificates()
         native = await self._native_gangs()
-        handlers = AdmissionHandlers(self.cache, GatingPolicy(settings.draq_user, native), self.cache)
+        handlers = AdmissionHandlers(self.cache, GatingPolicy(settings.draq_user, native), self.cache,
+                                     self.metrics)
         self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port)
         if settings.manage_configurations:
             publisher = ConfigurationPublisher(self.api, lambda bundle: configurations(
@@ -82,6 +87,12 @@ class WebhookService:
             self._spawn(self._keep_published(publisher))
         log.info("serving admission webhooks on %s:%d", settings.host, self.server.port)
         return self.server.port
+
+    def unready(self) -> str:
+        """Why the webhooks cannot answer yet ("" once the cache has listed everything and the server listens)."""
+        if not self.cache.synced:
+            return "the webhook cache has not listed every resource yet"
+        return "" if self.server is not None else "the webhook server is not listening yet"
 
     async def _native_gangs(self) -> bool:
         """`auto`: make groups native gangs where the cluster serves the Workload API."""

@@ -1,0 +1,196 @@
+"""The operator's Prometheus metrics, rendered from the pure core's figures (`admission.core.telemetry`).
+
+Everything describing the cluster as the last cycle saw it (queues, groups, devices, gaps) is kept as
+one snapshot and rendered at scrape time by a collector, so a deleted queue or a released device
+leaves no stale series behind. Events (cycles, releases) go to histograms and counters. Names and
+labels are listed in docs/metrics.md, with their cardinality.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from admission.core.cycle import Admit, CycleResult, GroupView
+from admission.core.cycle.steps import STEPS
+from admission.core.telemetry import (
+    AllocatedDevice,
+    GroupFigures,
+    QueueFigure,
+    QueueInfo,
+    allocated_devices,
+    group_figures,
+    pod_queues,
+    published_devices,
+    queue_figures,
+    queue_infos,
+    release_latency,
+)
+from admission.operator.reading import Reading
+
+log = logging.getLogger(__name__)
+
+CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+LATENCY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0,
+                   86400.0)
+
+GapSource = Callable[[Reading], Mapping[str, float]]
+"""The accounting gaps of a reading, by kind, in devices. Hook for the gap model (admission/core/gaps)."""
+
+
+def no_gaps(_: Reading) -> Mapping[str, float]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterFigures:
+    """What the last cycle saw, ready to render."""
+
+    queues: tuple[QueueInfo, ...] = ()
+    units: tuple[QueueFigure, ...] = ()
+    groups: GroupFigures = field(default_factory=lambda: GroupFigures({}, {}))
+    published: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    allocated: tuple[AllocatedDevice, ...] = ()
+    gaps: Mapping[str, float] = field(default_factory=dict)
+
+
+def cluster_figures(reading: Reading, result: CycleResult, gaps: GapSource = no_gaps) -> ClusterFigures:
+    cycle = reading.cycle
+    queue_names = [q.name for q in reading.cluster_queues]
+    return ClusterFigures(
+        queues=queue_infos(result.state),
+        units=queue_figures(result.state),
+        groups=group_figures(cycle.groups, result.decisions, cycle.local_queues, queue_names),
+        published=published_devices(cycle.snapshot),
+        allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)),
+        gaps=gaps(reading))
+
+
+class OperatorMetrics:
+    """Registers the operator's metrics in `registry`; the loop calls `cycle` and `released`."""
+
+    def __init__(self, registry: CollectorRegistry, leading: Callable[[], bool],
+                 gaps: GapSource = no_gaps) -> None:
+        self.figures = ClusterFigures()
+        self.gaps = gaps
+        self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
+                                "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
+        self._steps = Histogram("draq_cycle_step_duration_seconds", "Time one admission cycle spent in a step: "
+                                "the allocator (placing gangs) or charging (quota charges).", ["step"],
+                                registry=registry, buckets=CYCLE_BUCKETS)
+        self._last = Gauge("draq_cycle_last_completed_timestamp_seconds", "When the last admission cycle "
+                           "completed (Unix time).", registry=registry)
+        self._admissions = Counter("draq_admissions_total", "Groups admitted and released.", ["cluster_queue"],
+                                   registry=registry)
+        self._latency = Histogram("draq_admission_latency_seconds", "From a group's creation to its release "
+                                  "(gates removed).", ["cluster_queue"], registry=registry, buckets=LATENCY_BUCKETS)
+        leader = Gauge("draq_leader", "1 while this replica holds the operator Lease (or runs without leader "
+                       "election), else 0.", registry=registry)
+        leader.set_function(lambda: 1.0 if leading() else 0.0)
+        for step in STEPS:
+            self._steps.labels(step)
+        registry.register(_FiguresCollector(self))
+
+    def cycle(self, reading: Reading, result: CycleResult, seconds: float, completed_at: dt.datetime) -> None:
+        """After a cycle: its duration and steps, and a new snapshot of the cluster's figures."""
+        self._cycle.observe(seconds)
+        for step, spent in result.step_seconds.items():
+            self._steps.labels(step).observe(spent)
+        self._last.set(completed_at.timestamp())
+        try:
+            self.figures = cluster_figures(reading, result, self.gaps)
+        except Exception:  # metrics must never stop admission; the old figures stay
+            log.exception("computing the metrics' figures failed")
+            return
+        for info in self.figures.queues:  # every queue's series exist from the start (rates see a first 0)
+            self._admissions.labels(info.cluster_queue)
+            self._latency.labels(info.cluster_queue)
+
+    def released(self, group: GroupView, admit: Admit, now: dt.datetime) -> None:
+        """A group's admission was recorded and its members released."""
+        self._admissions.labels(admit.cluster_queue).inc()
+        latency = release_latency(group, now)
+        if latency is not None:
+            self._latency.labels(admit.cluster_queue).observe(latency)
+
+
+class _FiguresCollector(Collector):
+    def __init__(self, metrics: OperatorMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        figures = self._metrics.figures
+        yield from queue_families(figures.queues, figures.units)
+        yield from group_families(figures.groups)
+        yield from device_families(figures.published, figures.allocated)
+        gaps = GaugeMetricFamily("draq_accounting_gap", "Size of each kind of accounting gap (devices), as the "
+                                 "gap model finds it.", labels=["kind"])
+        for kind, size in sorted(figures.gaps.items()):
+            gaps.add_metric([kind], size)
+        yield gaps
+
+
+UNIT_FIGURES: tuple[tuple[str, str, Callable[[QueueFigure], float | None]], ...] = (
+    ("nominal_quota", "Nominal quota", lambda f: f.nominal),
+    ("borrowing_limit", "Borrowing limit (absent: none)", lambda f: f.borrowing_limit),
+    ("lending_limit", "Lending limit (absent: all of the nominal quota)", lambda f: f.lending_limit),
+    ("usage", "Charged to admitted and running groups (reserved included)", lambda f: f.used + f.reserved),
+    ("reserved", "Charged to admitted groups whose members are not all bound yet", lambda f: f.reserved),
+    ("borrowed", "Usage beyond the nominal quota, borrowed from the cohort", lambda f: f.borrowed),
+)
+
+
+def queue_families(queues: Iterable[QueueInfo], units: Iterable[QueueFigure]) -> Iterator[Metric]:
+    info = GaugeMetricFamily("draq_cluster_queue_info", "ClusterQueues: cohort and queueing strategy (value 1).",
+                             labels=["cluster_queue", "cohort", "queueing_strategy"])
+    for queue in queues:
+        info.add_metric([queue.cluster_queue, queue.cohort, queue.strategy], 1)
+    yield info
+    units = list(units)
+    for name, text, value in UNIT_FIGURES:
+        family = GaugeMetricFamily(f"draq_cluster_queue_{name}", f"{text}, per ClusterQueue and QuotaUnit, in "
+                                   "the unit's base amount (devices, bytes, counter units).",
+                                   labels=["cluster_queue", "unit"])
+        for figure in units:
+            amount = value(figure)
+            if amount is not None:
+                family.add_metric([figure.cluster_queue, figure.unit], amount)
+        yield family
+
+
+def group_families(groups: GroupFigures) -> Iterator[Metric]:
+    phases = GaugeMetricFamily("draq_pod_groups", "Pod groups by ClusterQueue and phase (Pending, Admitted, "
+                               "Running, Evicted).", labels=["cluster_queue", "phase"])
+    for (queue, phase), count in sorted(groups.phases.items()):
+        phases.add_metric([queue, phase], count)
+    yield phases
+    waiting = GaugeMetricFamily("draq_pending_pod_groups", "Pending pod groups by ClusterQueue and why they wait "
+                                "(the WaitReason of their Admitted=False condition).", labels=["cluster_queue",
+                                                                                               "reason"])
+    for (queue, reason), count in sorted(groups.waiting.items()):
+        waiting.add_metric([queue, reason], count)
+    yield waiting
+
+
+def device_families(published: Mapping[tuple[str, str], int],
+                    allocated: Iterable[AllocatedDevice]) -> Iterator[Metric]:
+    devices = GaugeMetricFamily("draq_devices", "Devices published in ResourceSlices, by node and driver.",
+                                labels=["node", "driver"])
+    for (node, driver), count in sorted(published.items()):
+        devices.add_metric([node, driver], count)
+    yield devices
+    info = GaugeMetricFamily(
+        "draq_allocated_device_info", "One series per allocated device and consuming pod (value 1): the device "
+        "(node, driver, pool, device, uuid) and who holds it (namespace, claim, pod, cluster_queue, local_queue).",
+        labels=["node", "driver", "pool", "device", "uuid", "namespace", "claim", "pod", "cluster_queue",
+                "local_queue"])
+    for row in allocated:
+        info.add_metric([row.node, row.driver, row.pool, row.device, row.uuid, row.namespace, row.claim, row.pod,
+                         row.cluster_queue, row.local_queue], 1)
+    yield info

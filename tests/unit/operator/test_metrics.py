@@ -1,0 +1,118 @@
+"""The operator's metrics and probes, against the in-memory fake API: what a cycle exports, what a release
+counts, when the loop is live and ready, and the probe port's answers."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import ClientSession
+from prometheus_client import CollectorRegistry
+
+from admission.kube.probes import Probes, start_probe_server
+from admission.operator import Operator, OperatorSettings
+from admission.operator.health import LoopHealth, operator_checks
+from tests.support.clock import FakeClock
+from tests.support.fake_api import FakeApi
+from tests.unit.cycle.cycle_builders import NS
+
+from .operator_world import bind_as_planned, cluster, submit
+
+
+def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
+    return registry.get_sample_value(name, labels)
+
+
+async def operator_on(api: FakeApi, registry: CollectorRegistry, clock: FakeClock | None = None) -> Operator:
+    operator = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.35"), api=api,
+                        clock=clock or FakeClock(), registry=registry)
+    await operator.cache.start(timeout=5)
+    return operator
+
+
+def test_a_cycle_exports_quota_usage_groups_and_the_release() -> None:
+    async def go() -> None:
+        api = cluster(gpus=8)
+        submit(api, "a-first", 2, 4)  # served first (same creation time, earlier name)
+        submit(api, "b-later", 1, 4)
+        registry = CollectorRegistry()
+        operator = await operator_on(api, registry)
+        await operator.reconcile()
+        assert value(registry, "draq_cluster_queue_nominal_quota", cluster_queue="main", unit="gpus") == 8
+        assert value(registry, "draq_cluster_queue_usage", cluster_queue="main", unit="gpus") == 8
+        assert value(registry, "draq_cluster_queue_reserved", cluster_queue="main", unit="gpus") == 8
+        assert value(registry, "draq_cluster_queue_borrowed", cluster_queue="main", unit="gpus") == 0
+        assert value(registry, "draq_pod_groups", cluster_queue="main", phase="Admitted") == 1
+        assert value(registry, "draq_pending_pod_groups", cluster_queue="main", reason="QuotaExceeded") == 1
+        assert value(registry, "draq_admissions_total", cluster_queue="main") == 1
+        assert value(registry, "draq_admission_latency_seconds_count", cluster_queue="main") == 1
+        assert value(registry, "draq_cycle_duration_seconds_count") == 1
+        assert value(registry, "draq_cycle_step_duration_seconds_count", step="allocator") == 1
+        assert value(registry, "draq_devices", node="node-0", driver="gpu.example.com") == 4
+        assert value(registry, "draq_leader") == 1
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_allocated_devices_name_their_claim_pod_and_queue() -> None:
+    async def go() -> None:
+        api = cluster(gpus=8)
+        submit(api, "train", 1, 2)
+        registry = CollectorRegistry()
+        operator = await operator_on(api, registry)
+        await operator.reconcile()
+        await bind_as_planned(api, "train-0", "train")
+        await api.merge_patch(f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims/train-0-gpu-x1",
+                              {"status": {"reservedFor": [{"resource": "pods", "name": "train-0", "uid": "u"}]}})
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        rows = [s.labels for m in registry.collect() for s in m.samples if s.name == "draq_allocated_device_info"]
+        assert len(rows) == 2
+        assert {(r["claim"], r["pod"], r["cluster_queue"], r["local_queue"], r["namespace"]) for r in rows} == {
+            ("train-0-gpu-x1", "train-0", "main", "lq", NS)}
+        assert {r["node"] for r in rows} <= {"node-0", "node-1"} and all(r["node"] for r in rows)
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_a_pass_running_too_long_or_changes_left_pending_make_the_loop_unhealthy() -> None:
+    clock = FakeClock()
+    health = LoopHealth(clock, stall_seconds=60)
+    assert health.stall(leading=True, changes_pending=True) == ""
+    clock.advance(61)
+    assert "pending for 61s" in health.stall(leading=True, changes_pending=True)
+    assert health.stall(leading=False, changes_pending=True) == ""  # a standby has nothing to do
+    with health.running_pass():
+        clock.advance(30)
+        assert health.stall(leading=True, changes_pending=True) == ""
+        clock.advance(31)
+        assert "running for 61s" in health.stall(leading=True, changes_pending=True)
+    assert health.stall(leading=True, changes_pending=True) == ""  # a pass ended: pending counts anew
+    assert health.completed == 1
+
+
+def test_probes_answer_ok_or_503_with_the_failing_checks_and_serve_metrics() -> None:
+    async def go() -> None:
+        registry = CollectorRegistry()
+        api = cluster()
+        operator = await operator_on(api, registry)
+        live, ready = operator_checks(operator)
+        server = await start_probe_server(Probes(registry, live=[("operator", live)], ready=[("operator", ready)]),
+                                          "127.0.0.1", 0)
+        base = f"http://127.0.0.1:{server.port}"
+        async with ClientSession() as http:
+            async with http.get(f"{base}/readyz") as answer:
+                assert answer.status == 503 and "first admission cycle" in await answer.text()
+            await operator.reconcile()
+            operator.health.completed += 1  # what the loop's running_pass does around reconcile
+            async with http.get(f"{base}/readyz") as answer:
+                assert answer.status == 200 and await answer.text() == "ok\n"
+            async with http.get(f"{base}/healthz") as answer:
+                assert answer.status == 200
+            async with http.get(f"{base}/metrics") as answer:
+                assert answer.status == 200 and "draq_cycle_duration_seconds_count 1.0" in await answer.text()
+        await server.stop()
+        await operator.cache.stop()
+
+    asyncio.run(go())
