@@ -191,8 +191,13 @@ def _extended_claim(search: _Search, fit: PodFit, resources: tuple[str, ...]) ->
         except NotWholeDevices as err:
             found = str(err)
         else:
-            found = ResourceClaim(meta=ObjectMeta(name=extended_claim_name(name), namespace=namespace),
-                                  spec=ClaimSpec(tuple(request for _, request in requests)))
+            unmapped = sorted(set(resources) - {resource for resource, _ in requests})
+            if unmapped:  # asked for by init containers only
+                found = (f"{', '.join(unmapped)} of init containers would come from DRA devices, which "
+                         "draq does not map")
+            else:
+                found = ResourceClaim(meta=ObjectMeta(name=extended_claim_name(name), namespace=namespace),
+                                      spec=ClaimSpec(tuple(request for _, request in requests)))
         search.extended[key] = found
     return found
 

@@ -194,3 +194,13 @@ def test_a_dra_backed_extended_resource_must_be_whole_devices() -> None:
     assert not plan.feasible and plan.unschedulable
     assert plan.reason == ("pod default/p0 fits on no node after placing 0 other pod(s) of the group: 0/1 nodes "
                            "are available: 1 container main: example.com/gpu 500m is not a whole number of devices")
+
+
+def test_dra_backed_extended_resources_of_init_containers_only_are_not_placed() -> None:
+    gated = exactly("1.35", ["DRAExtendedResource"])
+    objects = [gpu_node("dra"), device_class("gpu-er", extended_resource="example.com/gpu")]
+    init_only = member("p0", gpus=0, initContainers=[container("warmup", requests={"example.com/gpu": "1"})])
+    plan = place(*objects, init_only, gates=gated)
+    assert not plan.feasible
+    assert plan.reason is not None and plan.reason.endswith(
+        "1 example.com/gpu of init containers would come from DRA devices, which draq does not map")
