@@ -3,7 +3,9 @@
 Everything describing the cluster as the last cycle saw it (queues, groups, devices, gaps) is kept as
 one snapshot and rendered at scrape time by a collector, so a deleted queue or a released device
 leaves no stale series behind. Events (cycles, releases) go to histograms and counters. Names and
-labels are listed in docs/metrics.md, with their cardinality.
+labels are listed in docs/metrics.md, with their cardinality. The accounting gaps come from the gap
+model (`admission.core.gaps.find_gaps`, the same as `draq gaps`) over the cycle's reading, at most once
+per `gap_interval` seconds.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from prometheus_client.registry import Collector
 
 from admission.core.cycle import Admit, CycleResult, GroupView
 from admission.core.cycle.steps import STEPS
+from admission.core.gaps import GapInput, find_gaps
 from admission.core.telemetry import (
     AllocatedDevice,
+    GapFigures,
     GroupFigures,
     QueueFigure,
     QueueInfo,
     allocated_devices,
+    gap_figures,
     group_figures,
     pod_queues,
     published_devices,
@@ -40,12 +45,18 @@ CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 LATENCY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0,
                    86400.0)
 
-GapSource = Callable[[Reading], Mapping[str, float]]
-"""The accounting gaps of a reading, by kind, in devices. Hook for the gap model (admission/core/gaps)."""
+GAP_INTERVAL = 30.0
+"""Seconds between two computations of the accounting gaps (the report reads every pod and claim)."""
 
 
-def no_gaps(_: Reading) -> Mapping[str, float]:
-    return {}
+def reading_gaps(reading: Reading) -> GapFigures:
+    """The gap model over what the cycle read. The operator does not cache ResourceQuotas, so the native
+    quota kinds are not computed here (`draq gaps` reads them)."""
+    cycle = reading.cycle
+    data = GapInput(cycle.snapshot, cycle.gates, cycle.units, reading.cluster_queues, cycle.local_queues,
+                    tuple(g.pod_group for g in cycle.groups if g.pod_group is not None),
+                    cycle.namespace_labels or {}, matches=cycle.matches)
+    return gap_figures(find_gaps(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +68,9 @@ class ClusterFigures:
     groups: GroupFigures = field(default_factory=lambda: GroupFigures({}, {}))
     published: Mapping[tuple[str, str], int] = field(default_factory=dict)
     allocated: tuple[AllocatedDevice, ...] = ()
-    gaps: Mapping[str, float] = field(default_factory=dict)
 
 
-def cluster_figures(reading: Reading, result: CycleResult, gaps: GapSource = no_gaps) -> ClusterFigures:
+def cluster_figures(reading: Reading, result: CycleResult) -> ClusterFigures:
     cycle = reading.cycle
     queue_names = [q.name for q in reading.cluster_queues]
     return ClusterFigures(
@@ -68,17 +78,19 @@ def cluster_figures(reading: Reading, result: CycleResult, gaps: GapSource = no_
         units=queue_figures(result.state),
         groups=group_figures(cycle.groups, result.decisions, cycle.local_queues, queue_names),
         published=published_devices(cycle.snapshot),
-        allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)),
-        gaps=gaps(reading))
+        allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)))
 
 
 class OperatorMetrics:
     """Registers the operator's metrics in `registry`; the loop calls `cycle` and `released`."""
 
     def __init__(self, registry: CollectorRegistry, leading: Callable[[], bool],
-                 gaps: GapSource = no_gaps) -> None:
+                 gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_interval: float = GAP_INTERVAL) -> None:
         self.figures = ClusterFigures()
-        self.gaps = gaps
+        self.gap_figures: GapFigures | None = None
+        self._gaps = gaps
+        self._gap_interval = gap_interval
+        self._gaps_at: dt.datetime | None = None
         self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
                                 "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
         self._steps = Histogram("draq_cycle_step_duration_seconds", "Time one admission cycle spent in a step: "
@@ -104,13 +116,23 @@ class OperatorMetrics:
             self._steps.labels(step).observe(spent)
         self._last.set(completed_at.timestamp())
         try:
-            self.figures = cluster_figures(reading, result, self.gaps)
+            self.figures = cluster_figures(reading, result)
         except Exception:  # metrics must never stop admission; the old figures stay
             log.exception("computing the metrics' figures failed")
             return
         for info in self.figures.queues:  # every queue's series exist from the start (rates see a first 0)
             self._admissions.labels(info.cluster_queue)
             self._latency.labels(info.cluster_queue)
+        self._update_gaps(reading, completed_at)
+
+    def _update_gaps(self, reading: Reading, now: dt.datetime) -> None:
+        if self._gaps_at is not None and (now - self._gaps_at).total_seconds() < self._gap_interval:
+            return
+        self._gaps_at = now
+        try:
+            self.gap_figures = self._gaps(reading)
+        except Exception:  # the gap report must never stop admission; the last figures stay
+            log.exception("computing the accounting gaps failed")
 
     def released(self, group: GroupView, admit: Admit, now: dt.datetime) -> None:
         """A group's admission was recorded and its members released."""
@@ -129,11 +151,8 @@ class _FiguresCollector(Collector):
         yield from queue_families(figures.queues, figures.units)
         yield from group_families(figures.groups)
         yield from device_families(figures.published, figures.allocated)
-        gaps = GaugeMetricFamily("draq_accounting_gap", "Size of each kind of accounting gap (devices), as the "
-                                 "gap model finds it.", labels=["kind"])
-        for kind, size in sorted(figures.gaps.items()):
-            gaps.add_metric([kind], size)
-        yield gaps
+        if self._metrics.gap_figures is not None:
+            yield from gap_families(self._metrics.gap_figures)
 
 
 UNIT_FIGURES: tuple[tuple[str, str, Callable[[QueueFigure], float | None]], ...] = (
@@ -194,3 +213,17 @@ def device_families(published: Mapping[tuple[str, str], int],
         info.add_metric([row.node, row.driver, row.pool, row.device, row.uuid, row.namespace, row.claim, row.pod,
                          row.cluster_queue, row.local_queue], 1)
     yield info
+
+
+def gap_families(gaps: GapFigures) -> Iterator[Metric]:
+    counts = GaugeMetricFamily("draq_accounting_gaps", "Accounting gaps found, by kind (as `draq gaps` reports "
+                               "them; docs/gaps.md).", labels=["kind"])
+    for kind, count in sorted(gaps.counts.items()):
+        counts.add_metric([kind], count)
+    yield counts
+    sizes = GaugeMetricFamily("draq_accounting_gap_size", "Total size of the accounting gaps of a kind, per "
+                              "measure (a QuotaUnit, or a resource name), in that measure's base amount.",
+                              labels=["kind", "measure"])
+    for (kind, measure), size in sorted(gaps.sizes.items()):
+        sizes.add_metric([kind, measure], size)
+    yield sizes

@@ -52,9 +52,10 @@ PUBLIC = {
         "pod_queue", "selector_matches", "validate",
     ],
     "admission.core.telemetry": [
-        "AllocatedDevice", "GROUP_PHASES", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo", "ReviewOutcome",
-        "allocated_devices", "device_uuid", "group_figures", "loop_stall", "loop_unready", "pod_queues",
-        "published_devices", "queue_figures", "queue_infos", "release_latency", "review_outcome",
+        "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo",
+        "ReviewOutcome", "allocated_devices", "device_uuid", "gap_figures", "group_figures", "loop_stall",
+        "loop_unready", "pod_queues", "published_devices", "queue_figures", "queue_infos", "release_latency",
+        "review_outcome",
     ],
     "admission.core.cel": [
         "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",

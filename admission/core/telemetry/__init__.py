@@ -1,6 +1,7 @@
 """Figures for metrics and probes, computed from the core's own values: queue quota, usage and
 borrowing, groups by phase and by why they wait, release latency, published and allocated devices
-(with the UUIDs that per-device telemetry is keyed by), and the loop's liveness and readiness.
+(with the UUIDs that per-device telemetry is keyed by), accounting gaps by kind, and the loop's liveness
+and readiness.
 
 Pure: the shell renders them (Prometheus metrics, health endpoints).
 """
@@ -13,6 +14,7 @@ from admission.core.telemetry.devices import (
     pod_queues,
     published_devices,
 )
+from admission.core.telemetry.gaps import GapFigures, gap_figures
 from admission.core.telemetry.health import loop_stall, loop_unready
 from admission.core.telemetry.queues import (
     GROUP_PHASES,
@@ -29,6 +31,7 @@ from admission.core.telemetry.reviews import ReviewOutcome, review_outcome
 __all__ = [
     "GROUP_PHASES",
     "AllocatedDevice",
+    "GapFigures",
     "GroupFigures",
     "PodQueue",
     "QueueFigure",
@@ -36,6 +39,7 @@ __all__ = [
     "ReviewOutcome",
     "allocated_devices",
     "device_uuid",
+    "gap_figures",
     "group_figures",
     "loop_stall",
     "loop_unready",

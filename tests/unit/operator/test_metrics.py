@@ -49,6 +49,7 @@ def test_a_cycle_exports_quota_usage_groups_and_the_release() -> None:
         assert value(registry, "draq_cycle_step_duration_seconds_count", step="allocator") == 1
         assert value(registry, "draq_devices", node="node-0", driver="gpu.example.com") == 4
         assert value(registry, "draq_leader") == 1
+        assert value(registry, "draq_accounting_gaps", kind="OutsideQueues") == 0  # every kind has a series
         await operator.cache.stop()
 
     asyncio.run(go())

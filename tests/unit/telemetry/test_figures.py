@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
+from fractions import Fraction
 
 from admission.core.allocator import Snapshot
 from admission.core.cycle import GroupView, WaitReason, run_cycle
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
+from admission.core.gaps import Gap, GapKind, GapReport
 from admission.core.quota import Amounts, QueueState
 from admission.core.review.envelope import Decision, render_response
 from admission.core.telemetry import (
@@ -16,6 +18,7 @@ from admission.core.telemetry import (
     PodQueue,
     QueueFigure,
     allocated_devices,
+    gap_figures,
     group_figures,
     loop_stall,
     loop_unready,
@@ -88,6 +91,16 @@ def test_members_of_groups_know_their_queues() -> None:
     groups = cycle_input(objects, [gpu_queue("main", 8)]).groups
     found = pod_queues(groups, {q.key: q for q in LOCAL_QUEUES})
     assert found[f"{NS}/g-0"] == PodQueue("", "main", "lq") and set(found) == {f"{NS}/g-0", f"{NS}/g-1"}
+
+
+def test_gaps_are_counted_per_kind_and_sized_per_kind_and_measure() -> None:
+    report = GapReport((Gap(GapKind.OUTSIDE_QUEUES, "gpus", Fraction(2), "m"),
+                        Gap(GapKind.OUTSIDE_QUEUES, "gpus", Fraction(1), "m"),
+                        Gap(GapKind.CHARGE_DIFFERS, "gpu-memory", Fraction(-80 * 2**30), "m")))
+    figures = gap_figures(report)
+    assert figures.counts[GapKind.OUTSIDE_QUEUES.value] == 2 and figures.counts[GapKind.CHARGE_DIFFERS.value] == 1
+    assert set(figures.counts) == {k.value for k in GapKind} and figures.counts[GapKind.DOUBLE_OFFERED.value] == 0
+    assert figures.sizes == {("OutsideQueues", "gpus"): 3.0, ("ChargeDiffers", "gpu-memory"): 80.0 * 2**30}
 
 
 def test_review_labels_stay_within_the_known_vocabulary() -> None:
