@@ -39,7 +39,15 @@ from admission.core.quota.queues import (
     parse_local_queue,
 )
 from admission.core.quota.reconcile import Difference, Reconciliation, reconcile
-from admission.core.quota.status import cluster_queue_status, local_queue_status, quota_unit_status
+from admission.core.quota.status import (
+    CounterSets,
+    cluster_queue_active,
+    cluster_queue_status,
+    local_queue_status,
+    pool_counter_sets,
+    quota_unit_ready,
+    quota_unit_status,
+)
 from admission.core.quota.units import Counting, ExtendedResource, QuotaUnit, parse_quota_unit
 
 __all__ = [
@@ -52,6 +60,7 @@ __all__ = [
     "ChargeResult",
     "ClusterQueue",
     "CompiledUnit",
+    "CounterSets",
     "Counting",
     "Difference",
     "DraCel",
@@ -76,6 +85,7 @@ __all__ = [
     "UnitStatus",
     "charge_group",
     "charge_status",
+    "cluster_queue_active",
     "cluster_queue_status",
     "compile_unit",
     "device_selected",
@@ -89,6 +99,8 @@ __all__ = [
     "parse_local_queue",
     "parse_pod_group",
     "parse_quota_unit",
+    "pool_counter_sets",
+    "quota_unit_ready",
     "quota_unit_status",
     "reconcile",
     "reconciliation_status",

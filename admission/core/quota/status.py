@@ -1,14 +1,18 @@
-"""Status bodies for ClusterQueue and LocalQueue, computed from the accounting state."""
+"""Status bodies and conditions of ClusterQueues, LocalQueues and QuotaUnits."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
+from fractions import Fraction
 from typing import Any
 
-from admission.core.models import DeviceSelection
+from admission.core.models import Device, DeviceSelection, Node, ResourceSlice
+from admission.core.quantity import Quantity
 from admission.core.quota.accounting import QueueState
 from admission.core.quota.amounts import NONE, format_amount
 from admission.core.quota.charging import Inventory, SelectionFilter
-from admission.core.quota.device_values import CompiledUnit
+from admission.core.quota.device_values import CompiledUnit, device_value
+from admission.core.quota.queues import ClusterQueue
 from admission.core.quota.units import Counting
 
 
@@ -43,21 +47,128 @@ def local_queue_status(state: QueueState, local_queue: str, pending_groups: int)
     }
 
 
-def quota_unit_status(unit: CompiledUnit, inventory: Inventory, matches: SelectionFilter) -> dict[str, Any]:
-    """`status` of a QuotaUnit (without conditions): what it counts and how many devices it covers.
+CounterSets = Mapping[str, Mapping[str, Mapping[str, Quantity]]]
+"""Shared counter sets per pool (`driver/pool`), per set name: counter -> value."""
 
-    Raises DraqError when a class or unit selector fails on a device (the unit is then not Ready).
+READY = "Ready"
+ACTIVE = "Active"
+
+
+def quota_unit_status(unit: CompiledUnit, inventory: Inventory, matches: SelectionFilter, nodes: Iterable[Node] = (),
+                      counter_sets: CounterSets | None = None) -> dict[str, Any]:
+    """`status` of a QuotaUnit (without conditions): what it counts, how many devices it covers, and its
+    total capacity in its own terms (devices, or the sum of their capacities, counters or weights; plus
+    device-plugin resources in the nodes' allocatable and, for a core unit, the nodes' allocatable).
+
+    Raises DraqError when a class or unit selector, or the unit's valuation, fails on a device (the unit
+    is then not Ready).
     """
     spec = unit.unit
+    nodes = tuple(nodes)
+    plugin = sum((n.allocatable[e.name].value * e.counts_as for n in nodes for e in spec.extended_resources
+                  if e.name in n.allocatable), Fraction(0))
     if spec.counting is Counting.CORE:
-        return {"summary": spec.describe(), "matchingDevices": 0}
-    counted = set()
-    for class_name in spec.device_class_names:
+        core = sum((n.allocatable[spec.resource].value for n in nodes if spec.resource in n.allocatable), Fraction(0))
+        return {"summary": spec.describe(), "matchingDevices": 0, "capacity": format_amount(core)}
+    counted = _counted_devices(unit, inventory, matches)
+    if spec.counting is Counting.COUNTERS:
+        capacity = _counter_capacity(spec.counter, spec.counter_set, counted.values(), counter_sets or {})
+    else:
+        capacity = sum((_whole_value(unit, device, class_name) for device, class_name in counted.values()),
+                       Fraction(0))
+    return {"summary": spec.describe(), "matchingDevices": len(counted), "capacity": format_amount(capacity + plugin)}
+
+
+def _counted_devices(unit: CompiledUnit, inventory: Inventory,
+                     matches: SelectionFilter) -> dict[str, tuple[Device, str]]:
+    """Device id -> (device, the first of the unit's classes that selects it)."""
+    counted: dict[str, tuple[Device, str]] = {}
+    for class_name in unit.unit.device_class_names:
         device_class = inventory.device_classes.get(class_name)
         if device_class is None:
             continue
         selection = DeviceSelection("quota-unit", class_name)
         for device in inventory.devices(None):
-            if matches(device, device_class, selection) and (unit.select is None or unit.select(device)):
-                counted.add(device.id)
-    return {"summary": spec.describe(), "matchingDevices": len(counted)}
+            if device.id not in counted and _draws_on(unit, device) and matches(device, device_class, selection) \
+                    and (unit.select is None or unit.select(device)):
+                counted[device.id] = (device, class_name)
+    return counted
+
+
+def _draws_on(unit: CompiledUnit, device: Device) -> bool:
+    """A counters unit covers only devices that consume its counter; other units every device."""
+    spec = unit.unit
+    return spec.counting is not Counting.COUNTERS or any(
+        spec.counter in c.counters and spec.counter_set in (None, c.counter_set) for c in device.consumes_counters)
+
+
+def _whole_value(unit: CompiledUnit, device: Device, class_name: str) -> Fraction:
+    """What the whole device counts (a shared device's whole capacity, not one share)."""
+    whole = {c.qualified: c.value for c in device.capacities.values()}
+    return device_value(unit, device, DeviceSelection("quota-unit", class_name), whole)
+
+
+def _counter_capacity(counter: str, counter_set: str | None, devices: Iterable[tuple[Device, str]],
+                      counter_sets: CounterSets) -> Fraction:
+    """The counter's value in every counter set the counted devices draw from, each set once."""
+    sets = {(f"{d.driver}/{d.pool}", c.counter_set) for d, _ in devices for c in d.consumes_counters
+            if counter in c.counters and counter_set in (None, c.counter_set)}
+    values = (counter_sets.get(pool, {}).get(name, {}).get(counter) for pool, name in sets)
+    return sum((v.value for v in values if v is not None), Fraction(0))
+
+
+def pool_counter_sets(slices: Iterable[ResourceSlice]) -> dict[str, dict[str, Mapping[str, Quantity]]]:
+    """The shared counter sets of each pool's newest generation."""
+    newest: dict[str, int] = {}
+    slices = tuple(slices)
+    for item in slices:
+        pool = f"{item.driver}/{item.pool_name}"
+        newest[pool] = max(newest.get(pool, item.pool_generation), item.pool_generation)
+    found: dict[str, dict[str, Mapping[str, Quantity]]] = {}
+    for item in slices:
+        pool = f"{item.driver}/{item.pool_name}"
+        if item.pool_generation == newest[pool]:
+            found.setdefault(pool, {}).update({c.name: c.counters for c in item.shared_counters})
+    return found
+
+
+# ----- conditions ---------------------------------------------------------------------------------
+def condition(kind: str, ok: bool, reason: str, message: str, now: str,
+              previous: Iterable[Mapping[str, Any]] = ()) -> dict[str, str]:
+    """A standard condition; its lastTransitionTime is kept from `previous` while its status stays."""
+    status = "True" if ok else "False"
+    before = next((c for c in previous if c.get("type") == kind), None)
+    since = str(before.get("lastTransitionTime") or now) if before is not None and before.get("status") == status \
+        else now
+    return {"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": since}
+
+
+def quota_unit_ready(problem: str | None, status: Mapping[str, Any] | None, now: str,
+                     previous: Iterable[Mapping[str, Any]] = ()) -> dict[str, str]:
+    """`Ready` of a QuotaUnit: False with the problem (the unit does not parse or compile, or fails on a
+    device); True with what it covers otherwise."""
+    if problem is not None:
+        return condition(READY, False, "Invalid", problem, now, previous)
+    assert status is not None
+    message = f"counts {status['matchingDevices']} devices, capacity {status['capacity']}"
+    if not status["matchingDevices"] and status["capacity"] == "0":
+        return condition(READY, True, "NothingToCount", message + ": no device or node offers what it counts yet",
+                         now, previous)
+    return condition(READY, True, "Counting", message, now, previous)
+
+
+def cluster_queue_active(queue: ClusterQueue, usable_units: Collection[str], unit_problems: Mapping[str, str],
+                         usage_current: bool, now: str, previous: Iterable[Mapping[str, Any]] = ()) -> dict[str, str]:
+    """`Active` of a ClusterQueue: whether it admits groups now, and if not, why."""
+    if not usage_current:
+        return condition(ACTIVE, False, "UsageUnknown", "queue usage cannot be rebuilt from PodGroup status; "
+                         "nothing is admitted until it can (the operator's log says why)", now, previous)
+    broken = [f"{q.unit} ({unit_problems[q.unit]})" for q in queue.quotas if q.unit in unit_problems]
+    if broken:
+        return condition(ACTIVE, False, "QuotaUnitInvalid", "admits nothing new: QuotaUnit " + "; ".join(broken),
+                         now, previous)
+    missing = [q.unit for q in queue.quotas if q.unit not in usable_units]
+    if missing:
+        return condition(ACTIVE, False, "QuotaUnitMissing", f"admits nothing new: QuotaUnit {', '.join(missing)} "
+                         "does not exist; restore it or remove it from spec.quotas", now, previous)
+    return condition(ACTIVE, True, "Ready", "admitting groups", now, previous)

@@ -256,9 +256,9 @@ def test_quota_unit_status_counts_the_devices_it_covers() -> None:
     inventory = Inventory.of([m for m in models if isinstance(m, DeviceClass)],
                              {m.node_name or "": m.devices for m in models if isinstance(m, ResourceSlice)})
     by_name = {u.name: quota_unit_status(u, inventory, matches) for u in STANDARD_UNITS}
-    assert by_name["gpus"] == {"summary": "devices of gpu + nvidia.com/gpu", "matchingDevices": 6}
+    assert by_name["gpus"] == {"summary": "devices of gpu + nvidia.com/gpu", "matchingDevices": 6, "capacity": "6"}
     assert by_name["h100s"]["matchingDevices"] == 4
-    assert by_name["cpu"] == {"summary": "pod requests of cpu", "matchingDevices": 0}
+    assert by_name["cpu"] == {"summary": "pod requests of cpu", "matchingDevices": 0, "capacity": "0"}
 
 
 def test_the_schedulers_extended_resource_claim_is_charged_by_its_allocation() -> None:
