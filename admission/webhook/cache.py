@@ -3,7 +3,9 @@
 `ClusterCache` serves `admission.core.review.Lookups` from one reflector per resource. An object a
 decision missed (a watch may be a few milliseconds behind) can be fetched for that one decision
 (`fetch`): what is fetched on behalf of a review never enters the shared stores, which only the
-watches write, and names from the review are checked before any request is made.
+watches write, and names from the review are checked before any request is made. draq's leader Lease
+is never cached: the fence on PodGroup status needs it as it is now, so it is read for every decision
+that asks for it.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ class _Stores:
     def device_class(self, name: str) -> JsonObject | None:
         return self._get("DeviceClass", "", name)
 
+    def lease(self, namespace: str, name: str) -> JsonObject | None:
+        return self._get("Lease", namespace, name)
+
 
 class FetchedView(_Stores):
     """The shared cache plus objects fetched for one decision; only that decision sees them."""
@@ -140,6 +145,11 @@ class ClusterCache(_Stores):
         fetched: dict[str, dict[Key, dict[str, Any]]] = {}
         now = self._clock.monotonic()
         for ref in refs:
+            if ref.kind == "Lease":  # never cached, never remembered as missing: read as it is now
+                lease = await self._fetch_lease(ref)
+                if lease is not None:
+                    fetched.setdefault(ref.kind, {})[(ref.namespace, ref.name)] = lease
+                continue
             reflector = self.reflectors.get(ref.kind)
             if reflector is None or now - self._recent_misses.get(ref, -1e9) < self._miss_memory:
                 continue
@@ -149,6 +159,17 @@ class ClusterCache(_Stores):
         if len(self._recent_misses) > 10_000:
             self._recent_misses = {r: t for r, t in self._recent_misses.items() if now - t < self._miss_memory}
         return FetchedView(self, fetched) if fetched else None
+
+    async def _fetch_lease(self, ref: ObjectRef) -> dict[str, Any] | None:
+        try:
+            lease = await self._api.get(kinds.LEASES.object_path(ref.namespace, ref.name))
+        except InvalidName as err:
+            log.info("not fetching %s: %s", ref, err)
+            return None
+        except (KubeApiError, TimeoutError, OSError) as err:
+            log.warning("reading %s: %s", ref, err)
+            return None
+        return {k: lease[k] for k in ("metadata", "spec") if k in lease}
 
     async def _fetch_one(self, reflector: Reflector, ref: ObjectRef, now: float) -> dict[str, Any] | None:
         resource = reflector.resource

@@ -14,6 +14,10 @@ every choice; in short:
   admits anything, so the webhook only gives an earlier, clearer error.
 - draq's own service account is exempt from pod validation (`matchConditions`), so the operator can
   release gates even when no webhook replica answers.
+- PodGroup status written by draq's own user and carrying a leadership epoch: `failurePolicy: Fail`.
+  This is the fence against a deposed leader (`admission.core.review.pod_group_status`); a write
+  that cannot be checked is refused rather than let through. Without leader election draq writes no
+  epoch, so this webhook is not called at all.
 - Pod UPDATEs are sent to the validating webhook when the old pod carries draq's gate or the queue
   label, whatever the new one carries: removing the queue label first must not make the gate
   removable without draq seeing it.
@@ -162,6 +166,12 @@ def validating_configuration(
     own = Scope("objects", {"matchExpressions": [_not_system(draq_namespace)]}, {})
     webhooks.append(_webhook("queues", client, queues, own, failure_policy="Ignore",
                              timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[not_draq]))
+    # The fence: draq's own PodGroup status writes must carry the current leader's epoch.
+    fenced = [_rule(API_GROUP, ["v1alpha1"], ["podgroups/status"], ["UPDATE"])]
+    is_draq = {"name": "draq", "expression": f"request.userInfo.username == {_cel_string(draq_user)}"}
+    with_epoch = {"name": "with-epoch", "expression": "has(object.status) && has(object.status.epoch)"}
+    webhooks.append(_webhook("podgroup-status", client, fenced, own, failure_policy="Fail",
+                             timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[is_draq, with_epoch]))
     return _configuration("ValidatingWebhookConfiguration", VALIDATING_NAME, webhooks)
 
 

@@ -38,7 +38,7 @@ class WebhookSettings:
     context: str | None = None
     host: str = "0.0.0.0"
     port: int = 9443
-    # draq's namespace: the CA Secret lives here, and it is never under the webhooks.
+    # draq's namespace: the CA Secret and the leader Lease live here, and it is never under the webhooks.
     namespace: str = "draq-system"
     # The user allowed to remove the gate (draq's operator).
     draq_user: str = DEFAULT_DRAQ_USER
@@ -77,8 +77,8 @@ class WebhookService:
         await self.cache.start()
         await self._start_certificates()
         native = await self._native_gangs()
-        handlers = AdmissionHandlers(self.cache, GatingPolicy(settings.draq_user, native), self.cache,
-                                     self.metrics)
+        policy = GatingPolicy(settings.draq_user, native, lease_namespace=settings.namespace)
+        handlers = AdmissionHandlers(self.cache, policy, self.cache, self.metrics)
         self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port)
         if settings.manage_configurations:
             publisher = ConfigurationPublisher(self.api, lambda bundle: configurations(

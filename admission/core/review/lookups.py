@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from admission.core.labels import DEFAULT_DRAQ_USER
+from admission.core.leadership import DEFAULT_LEASE_NAME
 from admission.core.review.envelope import JsonObject
 
 
@@ -27,6 +28,11 @@ class Lookups(Protocol):
 
     def device_class(self, name: str) -> JsonObject | None: ...
 
+    def lease(self, namespace: str, name: str) -> JsonObject | None:
+        """draq's leader Lease, as the API server has it now (never from a cache): None when it is not
+        known yet, and the decision names it as missing so the shell reads it."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class GatingPolicy:
@@ -36,6 +42,9 @@ class GatingPolicy:
     draq_user: str = DEFAULT_DRAQ_USER
     # Make groups native gangs (`spec.workloadRef`) where the cluster serves the Workload API.
     native_gangs: bool = False
+    # draq's leader Lease: PodGroup status written by draq must carry its current epoch.
+    lease_namespace: str = "draq-system"
+    lease_name: str = DEFAULT_LEASE_NAME
 
 
 DEFAULT_POLICY = GatingPolicy()

@@ -7,10 +7,13 @@ from admission.core.review.claims import CLAIM_KINDS, validate_claim
 from admission.core.review.draq_objects import DRAQ_CHECKS
 from admission.core.review.envelope import AdmissionRequest, Decision
 from admission.core.review.lookups import GatingPolicy, Lookups
+from admission.core.review.pod_group_status import validate_pod_group_status
 from admission.core.review.pod_validation import validate_pod
 
 
 def validate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
+    if request.kind.group == API_GROUP and request.kind.kind == "PodGroup" and request.sub_resource == "status":
+        return validate_pod_group_status(request, lookups, policy)
     if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
         return Decision.allow()
     kind = request.kind

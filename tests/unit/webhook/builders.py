@@ -37,6 +37,7 @@ class FakeLookups:
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
     jobs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     device_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    leases: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
@@ -58,6 +59,9 @@ class FakeLookups:
 
     def device_class(self, name: str) -> Mapping[str, Any] | None:
         return self.device_classes.get(name)
+
+    def lease(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.leases.get((namespace, name))
 
     def with_queue(self, namespace: str, name: str, cluster_queue: str = "cq") -> FakeLookups:
         self.local_queues[(namespace, name)] = manifests.local_queue(name, cluster_queue, namespace)

@@ -57,8 +57,8 @@ def test_failure_policies_timeouts_and_side_effects() -> None:
     for webhook in webhooks():
         assert webhook["sideEffects"] == "None" and webhook["timeoutSeconds"] <= 5
         assert webhook["admissionReviewVersions"] == ["v1"]
-        is_pods = webhook["rules"][0]["resources"] == ["pods"]
-        assert webhook["failurePolicy"] == ("Fail" if is_pods else "Ignore"), webhook["name"]
+        fails_closed = webhook["rules"][0]["resources"] in (["pods"], ["podgroups/status"])  # pods; the fence
+        assert webhook["failurePolicy"] == ("Fail" if fails_closed else "Ignore"), webhook["name"]
 
 
 def test_draq_itself_is_exempt_from_validation() -> None:
