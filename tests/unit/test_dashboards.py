@@ -1,0 +1,109 @@
+"""The Grafana dashboards: the committed JSON is what dashboards/build.py writes, every query is valid
+PromQL (promtool) and names only metrics draq exports (or DCGM's, Prometheus' own and process metrics)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from admission.core.telemetry import GapFigures
+from admission.operator.metrics import OperatorMetrics
+from admission.webhook.metrics import WebhookMetrics
+
+DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
+OTHER_METRICS = {"up", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
+                 "process_resident_memory_bytes", "process_cpu_seconds_total"}
+
+
+def load_builder() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("draq_dashboards_build", DASHBOARDS / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BUILD = load_builder()
+
+
+def committed() -> dict[str, dict[str, Any]]:
+    return {name: json.loads((DASHBOARDS / name).read_text()) for name in BUILD.DASHBOARDS}
+
+
+def all_queries() -> list[tuple[str, str, str]]:
+    return [(name, title, expr) for name, document in committed().items()
+            for title, expr in BUILD.panel_queries(document)]
+
+
+def test_the_committed_dashboards_are_what_the_script_builds() -> None:
+    generated = BUILD.generated()
+    assert sorted(generated) == sorted(p.name for p in DASHBOARDS.glob("*.json"))
+    for name, text in generated.items():
+        assert (DASHBOARDS / name).read_text() == text, f"{name} is stale: run python dashboards/build.py"
+
+
+def test_each_dashboard_has_its_own_uid_unique_panel_ids_and_the_datasource_variable() -> None:
+    documents = committed()
+    assert len({d["uid"] for d in documents.values()}) == len(documents)
+    for name, document in documents.items():
+        ids = [p["id"] for p in document["panels"]]
+        assert len(ids) == len(set(ids)), name
+        assert document["templating"]["list"][0]["type"] == "datasource"
+        for panel in document["panels"]:
+            if panel["type"] != "row":
+                assert panel["datasource"]["uid"] == "${datasource}" and panel["targets"], (name, panel["title"])
+
+
+def exported_names() -> set[str]:
+    registry = CollectorRegistry()
+    operator = OperatorMetrics(registry, lambda: True)
+    operator.gap_figures = GapFigures({}, {})
+    WebhookMetrics(registry)
+    names = set()
+    for family in registry.collect():
+        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}.get(family.type, ("",))
+        names.update(family.name + suffix for suffix in suffixes)
+    return names
+
+
+def test_queries_name_only_metrics_that_exist() -> None:
+    known = exported_names() | OTHER_METRICS
+    for name, title, expr in all_queries():
+        used = set(re.findall(r"\b(draq_[a-z_]+|DCGM_[A-Z_]+|process_[a-z_]+|up(?=\{))", expr))
+        assert used, f"{name}, panel {title!r}: no metric"
+        unknown = {m for m in used if m not in known}
+        assert not unknown, f"{name}, panel {title!r}: {sorted(unknown)}"
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    found = shutil.which("promtool")
+    if found is None:
+        pytest.skip("promtool is not installed (scripts/install-deps.sh installs Debian's prometheus package)")
+    return found
+
+
+def check_rules(promtool: str, tmp_path: Path, exprs: list[str]) -> subprocess.CompletedProcess[str]:
+    rules = [{"record": f"draq_dashboard_check:query_{i}", "expr": expr} for i, expr in enumerate(exprs)]
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}))
+    return subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+
+
+def test_every_panel_query_is_valid_promql(promtool: str, tmp_path: Path) -> None:
+    queries = all_queries()
+    result = check_rules(promtool, tmp_path, [BUILD.concrete(expr) for _, _, expr in queries])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(queries)} rules found" in result.stdout
+    broken = check_rules(promtool, tmp_path, ['sum by (cluster_queue (draq_cluster_queue_usage)'])
+    assert broken.returncode != 0  # the check does look at the queries
