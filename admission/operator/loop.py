@@ -48,6 +48,7 @@ from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, d
 from admission.operator.metrics import OperatorMetrics
 from admission.operator.reading import CacheReader, Reading
 from admission.operator.settings import OperatorSettings
+from admission.operator.unit_status import UnitStatusWriter
 from admission.operator.writer import Writer
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class Operator:
                                          settings.election_timing(), clock)
         self.writer = Writer(self.api, self.cache, clock, self.elector or NO_FENCE)
         self.evictor = Evictor(self.writer, settings.bind_timeout_seconds)
+        self.unit_status = UnitStatusWriter(self.cache, self.writer)
         self.gates = self.reader.gates
         self.cycles = 0
         self.cycle_seconds: list[float] = []
@@ -174,6 +176,7 @@ class Operator:
         changed |= await self.evictor.resume_due(reading, now)
         if changed:
             reading = self.reader.read()
+        await self.unit_status.write(reading)
         if not reading.usage_current:
             return  # admitting against usage that could not be rebuilt could overcommit (the reader said why)
         result = run_cycle(reading.cycle)

@@ -155,6 +155,9 @@ class Writer:
         await self.api.merge_patch(kinds.LOCAL_QUEUES.object_path(namespace, name, "status"),
                                    {"status": dict(status)})
 
+    async def quota_unit_status(self, name: str, status: Mapping[str, Any]) -> None:
+        await self.api.merge_patch(kinds.QUOTA_UNITS.object_path(None, name, "status"), {"status": dict(status)})
+
     # ----- events -----------------------------------------------------------------------------------
     async def event(self, involved: Mapping[str, Any], reason: str, message: str, warning: bool = False) -> None:
         meta = involved.get("metadata") or {}

@@ -1,0 +1,125 @@
+"""Status of QuotaUnits (matching devices, capacity, Ready) and the ClusterQueues' Active condition.
+
+Computed in the core (`quota_unit_status`, `quota_unit_ready`, `cluster_queue_active`) from the same
+reading as the cycle; written only when something besides a transition time changed. The
+ClusterQueue's other status fields are the loop's (`_write_queue_status`): this step merges only
+`status.conditions` into them. Each write is a merge patch of the status subresource, made only when the
+cached object says something else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from admission.core.cycle import charging_inventory
+from admission.core.errors import DraqError
+from admission.core.quota import (
+    CompiledUnit,
+    CounterSets,
+    DraCel,
+    Inventory,
+    cluster_queue_active,
+    compile_unit,
+    device_selected,
+    parse_quota_unit,
+    pool_counter_sets,
+    quota_unit_ready,
+    quota_unit_status,
+)
+from admission.kube.client import KubeApiError
+from admission.operator.cache import OperatorCache
+from admission.operator.reading import Reading
+from admission.operator.writer import Writer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    name: str
+    compiled: CompiledUnit | None
+    problem: str | None
+    previous: Mapping[str, Any]  # the status found in the cache
+
+
+class UnitStatusWriter:
+    def __init__(self, cache: OperatorCache, writer: Writer) -> None:
+        self.cache = cache
+        self.writer = writer
+
+    async def write(self, reading: Reading) -> None:
+        now = self.writer.now()
+        units = [self._unit(m) for m in self.cache.objects("QuotaUnit")]
+        counting = _Counting.of(reading)
+        for unit in units:
+            status = counting.status(unit, now)
+            await self._write(f"QuotaUnit {unit.name}", unit.previous, status,
+                              partial(self.writer.quota_unit_status, unit.name, status))
+        usable = {u.name for u in units if u.compiled is not None}
+        invalid = {u.name: u.problem for u in units if u.problem is not None}
+        queues = {str((m.get("metadata") or {}).get("name")): m for m in self.cache.objects("ClusterQueue")}
+        for queue in reading.cluster_queues:
+            previous = (queues.get(queue.name) or {}).get("status") or {}
+            active = cluster_queue_active(queue, usable, invalid, reading.usage_current, now,
+                                          previous.get("conditions") or ())
+            body = {"conditions": [active]}
+            await self._write(f"ClusterQueue {queue.name}", previous, body,
+                              partial(self.writer.cluster_queue_status, queue.name, body))
+
+    def _unit(self, manifest: Mapping[str, Any]) -> _Unit:
+        name = str((manifest.get("metadata") or {}).get("name"))
+        previous = manifest.get("status") or {}
+        try:
+            return _Unit(name, compile_unit(parse_quota_unit(manifest), DraCel()), None, previous)
+        except DraqError as err:
+            return _Unit(name, None, str(err), previous)
+
+    async def _write(self, what: str, previous: Mapping[str, Any], status: Mapping[str, Any],
+                     write: Callable[[], Awaitable[None]]) -> None:
+        """Write unless the cached object already says the same (transition times aside)."""
+        if _without_times({k: previous.get(k) for k in status}) == _without_times(status):
+            return
+        try:
+            await write()
+        except KubeApiError as err:
+            log.warning("status of %s: %s", what, err)
+
+
+@dataclass(frozen=True, slots=True)
+class _Counting:
+    """What every unit's status is computed from: one reading's devices, nodes and counter sets."""
+
+    reading: Reading
+    inventory: Inventory
+    counters: CounterSets
+
+    @staticmethod
+    def of(reading: Reading) -> _Counting:
+        snapshot = reading.cycle.snapshot
+        counters = pool_counter_sets(s for found in snapshot.inventory.slices_by_pool.values() for s in found)
+        return _Counting(reading, charging_inventory(snapshot, reading.cycle.gates), counters)
+
+    def status(self, unit: _Unit, now: str) -> dict[str, Any]:
+        before = unit.previous.get("conditions") or ()
+        if unit.compiled is None:
+            return {**_UNKNOWN, "summary": None, "conditions": [quota_unit_ready(unit.problem, None, now, before)]}
+        nodes = self.reading.cycle.snapshot.nodes.values()
+        try:
+            status = quota_unit_status(unit.compiled, self.inventory, device_selected, nodes, self.counters)
+        except DraqError as err:
+            problem = f"{unit.compiled.unit.label}: {err}"
+            return {**_UNKNOWN, "summary": unit.compiled.unit.describe(),
+                    "conditions": [quota_unit_ready(problem, None, now, before)]}
+        return {**status, "conditions": [quota_unit_ready(None, status, now, before)]}
+
+
+_UNKNOWN = {"matchingDevices": None, "capacity": None}  # merge patch: removed, not left stale
+
+
+def _without_times(status: Mapping[str, Any]) -> Any:
+    conditions = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions") or []]
+    return {**status, "conditions": conditions}

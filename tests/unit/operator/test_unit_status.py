@@ -1,0 +1,78 @@
+"""The operator writes QuotaUnit status (matching devices, capacity, Ready) and the ClusterQueue's Active
+condition, and writes them again only when something besides a transition time changed."""
+
+from __future__ import annotations
+
+import asyncio
+
+from admission.core.labels import API_VERSION
+from tests.support.fake_api import FakeApi
+
+from .operator_world import cluster, started
+
+
+def unit_writes(api: FakeApi, name: str) -> list[dict[str, object]]:
+    return [w.body["status"] for w in api.writes if w.path.endswith(f"/quotaunits/{name}/status")]
+
+
+def queue_conditions(api: FakeApi, name: str) -> list[list[dict[str, str]]]:
+    return [w.body["status"]["conditions"] for w in api.writes
+            if w.path.endswith(f"/clusterqueues/{name}/status") and "conditions" in w.body["status"]]
+
+
+def test_unit_status_and_queue_condition_are_written_once() -> None:
+    async def go() -> None:
+        api = cluster(nodes=2)  # 2 nodes of 4 GPUs; unit gpus; ClusterQueue main quoting it
+        operator = await started(api)
+        await operator.reconcile()
+        (status,) = unit_writes(api, "gpus")
+        assert (status["summary"], status["matchingDevices"], status["capacity"]) == ("devices of gpu", 8, "8")
+        (ready,) = status["conditions"]  # type: ignore[misc]
+        assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "True", "Counting")
+        assert ready["message"] == "counts 8 devices, capacity 8"
+        ((active,),) = queue_conditions(api, "main")
+        assert (active["type"], active["status"], active["reason"]) == ("Active", "True", "Ready")
+        stored = api.get_object("QuotaUnit", "", "gpus")
+        assert stored is not None and stored["status"]["capacity"] == "8"
+
+        await asyncio.sleep(0.05)  # the watch delivers the written status to the cache
+        await operator.reconcile()
+        assert len(unit_writes(api, "gpus")) == 1
+        assert len(queue_conditions(api, "main")) == 1
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_a_unit_that_does_not_compile_is_not_ready_and_its_queue_not_active() -> None:
+    async def go() -> None:
+        api = cluster(nodes=1)
+        broken = {"apiVersion": API_VERSION, "kind": "QuotaUnit", "metadata": {"name": "gpus"},
+                  "spec": {"devices": {"deviceClassNames": ["gpu"], "selector": "device.driver =="}}}
+        api.add(broken)
+        operator = await started(api)
+        await operator.reconcile()
+        (status,) = unit_writes(api, "gpus")
+        (ready,) = status["conditions"]  # type: ignore[misc]
+        assert (ready["status"], ready["reason"]) == ("False", "Invalid")
+        assert ready["message"].startswith("QuotaUnit gpus, field spec.devices.selector: does not compile")
+        assert status["matchingDevices"] is None and status["summary"] is None
+        ((active,),) = queue_conditions(api, "main")
+        assert (active["status"], active["reason"]) == ("False", "QuotaUnitInvalid")
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_a_queue_quoting_a_unit_that_does_not_exist_is_not_active() -> None:
+    async def go() -> None:
+        api = cluster(nodes=1)
+        api.objects.pop(("quotaunits", "", "gpus"))
+        operator = await started(api)
+        await operator.reconcile()
+        ((active,),) = queue_conditions(api, "main")
+        assert (active["status"], active["reason"]) == ("False", "QuotaUnitMissing")
+        assert unit_writes(api, "gpus") == []
+        await operator.cache.stop()
+
+    asyncio.run(go())
