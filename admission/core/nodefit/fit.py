@@ -13,7 +13,8 @@ the pod count is checked only when the node lists `pods`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from admission.core.models import Container, DeviceClass, Node, NodeSelector, Pod, Taint, Toleration
@@ -159,14 +160,40 @@ class NodeUsage:
     def of_pods(pods: Iterable[Pod]) -> NodeUsage:
         """What the pods bound to nodes take there; pods that have succeeded or failed take nothing."""
         by_node: dict[str, dict[str, int]] = {}
-        for pod in pods:
-            if not pod.node_name or pod.phase in TERMINAL_PHASES:
-                continue
-            used = by_node.setdefault(pod.node_name, {})
-            for name, amount in scheduler_amounts(pod_requests(pod)).items():
-                used[name] = used.get(name, 0) + amount
-            used[PODS] = used.get(PODS, 0) + 1
+        with _REQUESTS.round() as requests_of:
+            for pod in pods:
+                if not pod.node_name or pod.phase in TERMINAL_PHASES:
+                    continue
+                used = by_node.setdefault(pod.node_name, {})
+                for name, amount in requests_of(pod).items():
+                    used[name] = used.get(name, 0) + amount
+                used[PODS] = used.get(PODS, 0) + 1
         return NodeUsage(by_node)
+
+
+class _RequestsMemo:
+    """Scheduler amounts of the bound pods of the last snapshot, by pod object. Pods are immutable, and a
+    reader that parses an unchanged pod once hands the same object to every snapshot, so most pods of a
+    cluster are counted once, not once per cycle. Only the last round's pods are kept."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[Pod, Mapping[str, int]]] = {}
+
+    @contextmanager
+    def round(self) -> Iterator[Callable[[Pod], Mapping[str, int]]]:
+        previous, current = self._last, {}
+
+        def requests_of(pod: Pod) -> Mapping[str, int]:
+            known = previous.get(id(pod))
+            amounts = known[1] if known is not None and known[0] is pod else scheduler_amounts(pod_requests(pod))
+            current[id(pod)] = (pod, amounts)
+            return amounts
+
+        yield requests_of
+        self._last = current
+
+
+_REQUESTS = _RequestsMemo()
 
 
 class NodeFitIndex:

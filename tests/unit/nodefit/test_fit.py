@@ -137,3 +137,15 @@ def test_static_filter_answers_once_per_kind_of_pod() -> None:
     assert rejected == {"a": "node(s) had untolerated taint {gpu: true}", "c": "node(s) were unschedulable"}
     assert index.static_filter(pod_fit()) is index.static_filter(pod_fit())
     assert index.static_filter(pod_fit(tolerations=[toleration("gpu", "true")]))[0] == ("a", "b")
+
+
+def test_usage_is_recounted_for_changed_pods_and_reused_for_the_same_ones() -> None:
+    def bound(cpu: str) -> Pod:
+        parsed = model(with_spec(pod("web", node="n1", phase="Running"), containers=[container(requests={"cpu": cpu})]))
+        assert isinstance(parsed, Pod)
+        return parsed
+
+    same = bound("1")
+    assert NodeUsage.of_pods([same]).on("n1") == {"cpu": 1000, "pods": 1}
+    assert NodeUsage.of_pods([same]).on("n1") == {"cpu": 1000, "pods": 1}
+    assert NodeUsage.of_pods([bound("3")]).on("n1") == {"cpu": 3000, "pods": 1}
