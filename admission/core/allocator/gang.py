@@ -236,7 +236,7 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
 
 
 def _shape(claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
-    requests = sorted(fit.requests.items()) if fit is not None else None
+    requests = fit.ordered if fit is not None else None
     return repr(([(c.spec, c.key if c.allocation is not None else None, c.allocation) for c in claims], requests))
 
 

@@ -13,7 +13,7 @@ the pod count is checked only when the node lists `pods`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -62,16 +62,22 @@ class PodFit:
     tolerations: tuple[Toleration, ...] = ()
     containers: tuple[Container, ...] = ()
     init_containers: int = 0  # how many come before `containers` (the scheduler's container index counts them)
+    # Equal for pods the static filters treat alike (gangs of identical pods share their answers).
+    placement_key: tuple[object, ...] = field(init=False, repr=False, compare=False)
+    # The requests in the order the scheduler reports them: cpu, memory, ephemeral-storage, then by name.
+    ordered: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        key = (tuple(sorted(self.node_selector.items())), self.node_affinity, self.tolerations)
+        object.__setattr__(self, "placement_key", key)
+        first = [(name, self.requests[name]) for name in _FIRST if name in self.requests]
+        rest = sorted((name, amount) for name, amount in self.requests.items() if name not in _FIRST)
+        object.__setattr__(self, "ordered", (*first, *rest))
 
     @staticmethod
     def of(pod: Pod) -> PodFit:
         return PodFit(pod.key, scheduler_amounts(pod_requests(pod)), dict(pod.node_selector), pod.node_affinity,
                       pod.tolerations, pod.containers, len(pod.init_containers))
-
-    @property
-    def placement_key(self) -> tuple[object, ...]:
-        """Equal for pods the static filters treat alike (gangs of identical pods share their answers)."""
-        return (tuple(sorted(self.node_selector.items())), self.node_affinity, self.tolerations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +111,7 @@ def static_reason(pod: PodFit, node: NodeFacts) -> str | None:
 
 
 def resource_reasons(pod: PodFit, node: NodeFacts, used: Mapping[str, int],
-                     skipped: Iterable[str] = ()) -> list[str]:
+                     skipped: Collection[str] = ()) -> list[str]:
     """What the node lacks for the pod next to the pods already on it (`used`, with their count under
     `pods`); resources in `skipped` are not checked here (they are served by DRA devices)."""
     allocatable = node.allocatable
@@ -114,18 +120,8 @@ def resource_reasons(pod: PodFit, node: NodeFacts, used: Mapping[str, int],
     reasons = []
     if PODS in allocatable and used.get(PODS, 0) + 1 > allocatable[PODS]:
         reasons.append(TOO_MANY_PODS)
-    requests = pod.requests
-    if not requests:
-        return reasons
-    skip = frozenset(skipped)
-    for name in _FIRST:
-        wanted = requests.get(name)
-        if wanted and wanted > allocatable.get(name, 0) - used.get(name, 0):
-            reasons.append(insufficient(name))
-    for name in sorted(requests):
-        if name in _FIRST or name in skip:
-            continue
-        if requests[name] > allocatable.get(name, 0) - used.get(name, 0):
+    for name, wanted in pod.ordered:
+        if wanted > allocatable.get(name, 0) - used.get(name, 0) and name not in skipped:
             reasons.append(insufficient(name))
     return reasons
 
