@@ -12,10 +12,10 @@ from admission.core.gaps.inputs import GapInput
 from admission.core.gaps.membership import Place, Placer, PodPlace, is_live
 from admission.core.gaps.native import NativeView, limit_gaps, native_accounts
 from admission.core.gaps.nodes import DoubleOffers
-from admission.core.gaps.report import Account, Gap, GapKind, GapReport
+from admission.core.gaps.report import Account, Gap, GapKind, GapReport, measured
 from admission.core.models import DeviceClass
 from admission.core.nodefit import pod_requests
-from admission.core.quota import CompiledUnit, Counting, Inventory, extended_resource_class, format_amount
+from admission.core.quota import CompiledUnit, Counting, Inventory, extended_resource_class
 
 _SHOWN = 3
 
@@ -62,8 +62,8 @@ def _charge_gaps(data: GapInput, inventory: Inventory) -> list[Gap]:
         assert group.pod_group is not None
         objects = (f"PodGroup {group.key}", *(f"Pod {p.key}" for p in group.pods if is_live(p)))
         for difference in correction.reconciliation.differences:
-            message = (f"PodGroup {group.key} is charged {format_amount(difference.charged)} {difference.unit}, its "
-                       f"running members' claims hold {format_amount(difference.allocated)}")
+            message = (f"PodGroup {group.key} is charged {measured(difference.unit, difference.charged)}, its "
+                       f"running members' claims hold {measured(difference.unit, difference.allocated)}")
             gaps.append(Gap(GapKind.CHARGE_DIFFERS, difference.unit, difference.allocated - difference.charged,
                             message, group.namespace, group.pod_group.cluster_queue, objects=objects))
     return gaps
@@ -104,10 +104,10 @@ def _unadmitted_kind(place: PodPlace) -> GapKind | None:
 
 
 def _held_gap(kind: GapKind, namespace: str, queue: str, unit: str, entry: _Held) -> Gap:
-    where = "outside every queue" if kind is GapKind.OUTSIDE_QUEUES else \
-        f"in ClusterQueue {queue or '(unknown)'} without an admission"
-    message = (f"{format_amount(entry.size)} {unit} held {where} in namespace {namespace}: "
-               f"{_listed(entry.objects)}; {'; '.join(entry.reasons)}")
+    where = f"outside every queue in namespace {namespace}" if kind is GapKind.OUTSIDE_QUEUES else \
+        f"without an admission in namespace {namespace} (ClusterQueue {queue or '(unknown)'})"
+    message = (f"{measured(unit, entry.size)} held {where} by {_listed(entry.objects)}; "
+               f"{'; '.join(entry.reasons)}")
     return Gap(kind, unit, entry.size, message, namespace, queue, objects=tuple(entry.objects))
 
 
@@ -126,8 +126,8 @@ def _uncounted(data: GapInput) -> list[Gap]:
                 entry.size += amount
                 entry.objects.append(f"Pod {pod.key}")
     return [Gap(GapKind.UNCOUNTED_EXTENDED, resource, entry.size,
-                f"pods of ClusterQueue {queue or '(unknown)'} request {format_amount(entry.size)} {resource}, which "
-                f"no QuotaUnit counts: the queue does not limit it ({_listed(entry.objects)})",
+                f"pods of ClusterQueue {queue or '(unknown)'} request {measured(resource, entry.size)}, which no "
+                f"QuotaUnit counts: the queue does not limit it ({_listed(entry.objects)})",
                 namespace, queue, objects=tuple(entry.objects))
             for (namespace, queue, resource), entry in sorted(found.items())]
 
@@ -165,8 +165,8 @@ def _extended_via_dra(data: GapInput, holdings: Holdings) -> list[Gap]:
 def _via_dra_gap(namespace: str, queue: str, unit: str, entry: _Held) -> Gap:
     served = ", ".join(dict.fromkeys(entry.reasons))
     message = (f"the scheduler gave pods their {served} through DRA claims ({_listed(entry.objects)}); unit "
-               f"{unit} counts the extended resource but not that class, so {format_amount(entry.size)} {unit} "
-               "are not charged")
+               f"{unit} counts the extended resource but not that class, so {measured(unit, entry.size)} are "
+               "charged nowhere")
     return Gap(GapKind.EXTENDED_VIA_DRA, unit, entry.size, message, namespace, queue, objects=tuple(entry.objects))
 
 

@@ -21,7 +21,7 @@ from fractions import Fraction
 from admission.core.gaps.holdings import IMPLICIT_EXTENDED_PREFIX, Holdings, is_extended, is_scheduler_claim
 from admission.core.gaps.inputs import GapInput
 from admission.core.gaps.membership import is_live
-from admission.core.gaps.report import Gap, GapKind, NativeAccount
+from admission.core.gaps.report import Gap, GapKind, NativeAccount, measured
 from admission.core.models import (
     ALL,
     ClaimSpec,
@@ -169,7 +169,7 @@ def _counts_gap(quota: ResourceQuota, resource: str, used: Fraction, held: Fract
         shown += f"; and {len(differing) - _SHOWN} more"
     effect = ("it refuses new claims or pods before the devices are really taken" if used > held
               else "devices escape it")
-    message = (f"ResourceQuota {quota.key} counts {format_amount(used)} {resource}, the namespace holds "
+    message = (f"ResourceQuota {quota.key} counts {measured(resource, used)}, the namespace holds "
                f"{format_amount(held)}: {effect}" + (f" ({shown})" if shown else ""))
     return Gap(GapKind.NATIVE_QUOTA_COUNTS, resource, used - held, message, quota.namespace,
                objects=(f"ResourceQuota {quota.key}", *(p.obj for p in differing)))
@@ -223,9 +223,9 @@ def _tightest(resource: str, quotas: list[ResourceQuota]) -> tuple[Fraction, tup
 
 
 def _limit_gap(namespace: str, cq: str, unit: str, nominal: Fraction, limit: _NativeLimit) -> Gap:
-    message = (f"ClusterQueue {cq} lets namespace {namespace} take {format_amount(nominal)} {unit} (nominal); "
-               f"{', '.join(limit.quotas)} allows {format_amount(limit.hard)} {limit.resource} "
-               f"({format_amount(limit.in_unit)} {unit}): draq can admit groups whose claims or pods the API "
-               "server then refuses")
+    message = (f"ClusterQueue {cq} lets namespace {namespace} take {measured(unit, nominal)} (nominal); "
+               f"{', '.join(limit.quotas)} allows {measured(limit.resource, limit.hard)} "
+               f"({measured(unit, limit.in_unit)}): draq can admit groups whose claims or pods the API server then "
+               "refuses")
     return Gap(GapKind.NATIVE_QUOTA_LIMIT, unit, nominal - limit.in_unit, message, namespace, cq,
                objects=(*limit.quotas, f"ClusterQueue {cq}"))

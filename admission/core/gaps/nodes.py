@@ -10,9 +10,9 @@ from fractions import Fraction
 
 from admission.core.errors import DraqError
 from admission.core.gaps.inputs import GapInput
-from admission.core.gaps.report import Gap, GapKind
+from admission.core.gaps.report import Gap, GapKind, measured
 from admission.core.models import Device, DeviceClass, DeviceSelection, Node
-from admission.core.quota import CompiledUnit, Counting, device_value, extended_resource_class, format_amount
+from admission.core.quota import CompiledUnit, Counting, device_value, extended_resource_class
 
 _SELECTION = "offered"
 
@@ -101,10 +101,10 @@ class DoubleOffers:
     def _gap(self, node: Node, measure: str, resource: str, offered: Fraction, plugin: Fraction, dra: Fraction,
              devices: list[Device]) -> Gap:
         size = min(plugin, dra)
-        in_unit = "" if measure == resource else f" ({format_amount(plugin)} {measure})"
-        message = (f"node {node.name} offers {format_amount(offered)} {resource} through a device plugin{in_unit} and "
-                   f"{len(devices)} devices ({format_amount(dra)} {measure}) through ResourceSlices: the same "
-                   f"hardware can be handed out twice, {format_amount(size)} {measure} of capacity are counted twice")
+        in_unit = "" if measure == resource else f" ({measured(measure, plugin)})"
+        message = (f"node {node.name} offers {measured(resource, offered)} through a device plugin{in_unit} and "
+                   f"{len(devices)} devices ({measured(measure, dra)}) through ResourceSlices: the same hardware can "
+                   f"be handed out twice, {measured(measure, size)} of capacity are counted twice")
         slices = sorted({d.slice_name for d in devices})
         return Gap(GapKind.DOUBLE_OFFERED, measure, size, message, node=node.name,
                    objects=(f"Node {node.name}", *(f"ResourceSlice {s}" for s in slices)))

@@ -45,6 +45,11 @@ MEANING: dict[GapKind, str] = {
 }
 
 
+def measured(measure: str, value: Fraction) -> str:
+    """`gpus 2`, `gpu-memory 160Gi`: an amount as draq writes charges and usage."""
+    return f"{measure} {format_amount(value)}"
+
+
 def parse_kind(text: str) -> GapKind:
     """A kind as named on the command line (any case); InvalidInput naming the known kinds otherwise."""
     for kind in GapKind:

@@ -45,7 +45,7 @@ def test_a_table_by_default_and_status_0_without_fail_on_gap(tmp_path: Path,
     code, out, _ = run(capsys, "-f", outside(tmp_path))
     assert code == 0
     assert "GAPS (2)" in out
-    assert "1. 80Gi gpu-memory held outside every queue in namespace ops" in out
+    assert "1. gpu-memory 80Gi held outside every queue in namespace ops" in out
 
 
 def test_fail_on_gap_exits_1_only_when_a_gap_is_left_after_the_filters(

@@ -71,7 +71,7 @@ def test_a_node_with_a_device_plugin_and_slices_is_double_offered() -> None:
     (gap,) = result.gaps
     assert (gap.kind, gap.measure, gap.size, gap.node) == (GapKind.DOUBLE_OFFERED, "gpus", 4, "n2")
     assert gap.objects == ("Node n2", "ResourceSlice n2-gpu.example.com")
-    assert "node n2 offers 4 nvidia.com/gpu through a device plugin (4 gpus) and 8 devices (8 gpus)" in gap.message
+    assert "node n2 offers nvidia.com/gpu 4 through a device plugin (gpus 4) and 8 devices (gpus 8)" in gap.message
 
 
 def test_double_offered_capacity_in_a_unit_that_weighs_the_plugin_resource() -> None:

@@ -40,7 +40,7 @@ def test_charge_differs_is_allocated_minus_charged_per_unit() -> None:
     (gpus,) = [g for g in result.gaps if g.measure == "gpus"]
     assert (gpus.namespace, gpus.cluster_queue) == (TEAM, "cq")
     assert gpus.objects == ("PodGroup team/g", "Pod team/p-0")
-    assert gpus.message == "PodGroup team/g is charged 1 gpus, its running members' claims hold 3"
+    assert gpus.message == "PodGroup team/g is charged gpus 1, its running members' claims hold gpus 3"
     assert [g.kind for g in result.gaps] == [GapKind.CHARGE_DIFFERS] * 2
 
 

@@ -36,7 +36,7 @@ def test_claims_count_from_creation_and_all_mode_as_32() -> None:
     (gap,) = gaps_of(result, GapKind.NATIVE_QUOTA_COUNTS)
     assert (gap.measure, gap.size, gap.namespace) == (CLASS_DEVICES, 31, TEAM)
     assert gap.objects == ("ResourceQuota team/rq", "ResourceClaim team/c2", "ResourceClaim team/c3")
-    assert gap.message.startswith("ResourceQuota team/rq counts 37 gpu.deviceclass.resource.k8s.io/devices, "
+    assert gap.message.startswith("ResourceQuota team/rq counts gpu.deviceclass.resource.k8s.io/devices 37, "
                                   "the namespace holds 6: it refuses new claims or pods before the devices")
     assert "ResourceClaim team/c2 counted 3, holds 0" in gap.message
 
@@ -110,8 +110,8 @@ def test_a_quota_tighter_than_the_queue_nominal_is_a_limit_gap_in_unit_terms() -
     assert found == [(4, "gpus", "cq", ("ResourceQuota team/rq", "ClusterQueue cq")),
                      (6, "gpus", "cq", ("ResourceQuota team/rq", "ClusterQueue cq"))]
     message = next(g.message for g in result.gaps if g.size == 4)
-    assert message == ("ClusterQueue cq lets namespace team take 8 gpus (nominal); ResourceQuota team/rq allows 4 "
-                       "gpu.deviceclass.resource.k8s.io/devices (4 gpus): draq can admit groups whose claims or "
+    assert message == ("ClusterQueue cq lets namespace team take gpus 8 (nominal); ResourceQuota team/rq allows "
+                       "gpu.deviceclass.resource.k8s.io/devices 4 (gpus 4): draq can admit groups whose claims or "
                        "pods the API server then refuses")
 
 

@@ -77,7 +77,7 @@ def test_json_form_has_quantities_as_text() -> None:
     outside = next(g for g in result["gaps"] if g["kind"] == "OutsideQueues" and g["measure"] == "gpu-memory")
     assert outside == {"kind": "OutsideQueues", "namespace": "ops", "clusterQueue": "", "node": "",
                        "measure": "gpu-memory", "size": "80Gi", "objects": ["ResourceClaim ops/c", "Pod ops/x"],
-                       "message": "80Gi gpu-memory held outside every queue in namespace ops: ResourceClaim ops/c, "
+                       "message": "gpu-memory 80Gi held outside every queue in namespace ops by ResourceClaim ops/c, "
                                   "Pod ops/x; namespace ops is not managed by draq"}
     assert {"namespace": "ops", "clusterQueue": "", "unit": "gpus", "held": "1", "charged": "0"} in result["accounts"]
     assert result["nativeQuota"][0]["hard"] == "4"
@@ -91,7 +91,7 @@ def test_text_lists_accounts_native_quota_and_numbered_gaps() -> None:
     assert lines[2].split() == ["ops", "-", "gpu-memory", "80Gi", "0"]
     assert "GAPS (3)" in lines
     assert any(line.split() == ["1", "OutsideQueues", "ops", "-", "-", "gpu-memory", "80Gi"] for line in lines)
-    assert any(line.startswith("3. ClusterQueue cq lets namespace team take 8 gpus") for line in lines)
+    assert any(line.startswith("3. ClusterQueue cq lets namespace team take gpus 8") for line in lines)
 
 
 def test_text_says_when_there_is_no_gap() -> None:
