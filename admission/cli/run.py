@@ -1,11 +1,17 @@
 """`draq run`: the operator (admission cycles, gang release, queue status) and, unless told otherwise,
-the admission webhooks in the same process, against the current kubeconfig or in cluster."""
+the admission webhooks in the same process, against the current kubeconfig or in cluster.
+
+SIGTERM and SIGINT stop it cleanly: the cycle in progress is abandoned, the Lease is given up (another
+replica takes over at once), then the webhooks stop."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
+from collections.abc import Awaitable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -13,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import normalize_version
+from admission.core.leadership import ElectionTiming
 from admission.kube.probes import Probes, start_probe_server
 from admission.operator import Operator, OperatorSettings
 from admission.operator.health import operator_checks
@@ -31,6 +38,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="draq's namespace: the leader Lease and the webhook CA live here")
     parser.add_argument("--no-leader-election", action="store_true",
                         help="run cycles without holding the Lease (only with a single replica)")
+    parser.add_argument("--identity", default="",
+                        help="holder identity in the Lease (default: $POD_NAME, else the host name; keep it "
+                             "stable across restarts and unique per replica)")
+    parser.add_argument("--lease-seconds", type=float, default=15, metavar="SECONDS",
+                        help="lease duration: a killed leader is replaced within this plus --retry-period "
+                             "(default 15)")
+    parser.add_argument("--renew-deadline", type=float, metavar="SECONDS",
+                        help="the leader stops deciding this long after sending its last successful renewal; "
+                             "below the lease duration (default: two thirds of it)")
+    parser.add_argument("--retry-period", type=float, metavar="SECONDS",
+                        help="how often replicas renew or try to take the Lease (default: 2/15 of the lease)")
     parser.add_argument("--debounce", type=float, default=0.15, metavar="SECONDS",
                         help="quiet time after a change before a cycle runs (default 0.15)")
     parser.add_argument("--bind-timeout", type=int, default=300, metavar="SECONDS",
@@ -60,9 +78,14 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         raise InvalidInput("draq run", "--debounce", f"{args.debounce} is negative")
     if args.bind_timeout < 10:
         raise InvalidInput("draq run", "--bind-timeout", f"{args.bind_timeout} is too short: at least 10 seconds")
+    problem = ElectionTiming.for_lease(args.lease_seconds, args.renew_deadline, args.retry_period).problem()
+    if problem is not None and not args.no_leader_election:
+        raise InvalidInput("draq run", *problem)
     return OperatorSettings(kubeconfig=args.kubeconfig, context=args.context,
                             kubernetes_version=args.kubernetes_version, debounce_seconds=args.debounce,
                             leader_election=not args.no_leader_election, lease_namespace=args.namespace,
+                            lease_seconds=args.lease_seconds, renew_deadline_seconds=args.renew_deadline,
+                            retry_period_seconds=args.retry_period, identity=args.identity,
                             bind_timeout_seconds=args.bind_timeout)
 
 
@@ -109,12 +132,43 @@ async def serve(operator: Operator, webhook: WebhookSettings | None, registry: C
             probe_server = await start_probe_server(probes(registry, operator, service), *metrics_address)
         if service is not None:
             await service.start()
-        await operator.run()
+        await until_signalled(operator.run())
     finally:
         if service is not None:
             await service.stop()
         if probe_server is not None:
             await probe_server.stop()
+
+
+async def until_signalled(work: Awaitable[None],
+                          signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)) -> None:
+    """Run `work` until it ends or one of `signals` arrives; then cancel it and wait for its clean-up
+    (the operator abandons its cycle and releases the Lease)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    stopping = asyncio.Event()
+    installed = []
+    for signum in signals:
+        try:
+            loop.add_signal_handler(signum, stopping.set)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread: no handlers
+            pass
+    stop = asyncio.create_task(stopping.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        stop.cancel()
+        if not task.done():
+            if stopping.is_set():
+                logging.getLogger(__name__).info("stopping: giving the Lease up")
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if not (stopping.is_set() and task.cancelled()):
+        task.result()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -175,7 +175,10 @@ class LeaderElector:
         else:
             timeout = self.timing.renew_deadline
         try:
-            written = await asyncio.wait_for(self._attempt(), timeout)
+            # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancellation that arrives just
+            # as the request completes, and the elector would never stop.
+            async with asyncio.timeout(timeout):
+                written = await self._attempt()
         except (KubeApiError, OSError, TimeoutError) as err:
             log.warning("leader election: %s", err or f"no answer from the API server within {timeout:.1f}s")
             self._expire(self.clock.monotonic())
@@ -279,7 +282,8 @@ class LeaderElector:
         if not held:
             return
         try:
-            await asyncio.wait_for(self._give_up(), self.timing.renew_deadline)
+            async with asyncio.timeout(self.timing.renew_deadline):
+                await self._give_up()
             log.info("released the Lease %s/%s", self.namespace, self.name)
         except (KubeApiError, OSError, TimeoutError) as err:
             log.warning("releasing the Lease: %s", err or "no answer from the API server")

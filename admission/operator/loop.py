@@ -159,7 +159,8 @@ class Operator:
 
     async def _wait_for_change(self) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.cache.changed.wait(), self.settings.resync_seconds)
+            async with asyncio.timeout(self.settings.resync_seconds):  # not wait_for: it can swallow a cancel
+                await self.cache.changed.wait()
         await self.clock.sleep(self.settings.debounce_seconds)
         self.cache.changed.clear()
 
