@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import normalize_version
 from admission.core.leadership import ElectionTiming
-from admission.kube.probes import Probes, start_probe_server
+from admission.kube.probes import Probes, process_registry, start_probe_server
 from admission.operator import Operator, OperatorSettings
 from admission.operator.health import operator_checks
 from admission.webhook.configurations import WebhookTarget
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        registry = CollectorRegistry()
+        registry = process_registry()
         asyncio.run(serve(Operator(settings, registry=registry), webhook, registry, metrics_address))
     except OSError as err:
         raise DraqError(f"draq run: {err.strerror or err}") from err

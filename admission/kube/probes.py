@@ -12,12 +12,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
 log = logging.getLogger(__name__)
 
 Check = Callable[[], str]
+
+
+def process_registry() -> CollectorRegistry:
+    """The one registry of a draq process: its own metrics plus the process' CPU, memory and file
+    descriptors. Counters and histograms carry no `_created` series (they would double the series)."""
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    return registry
 
 
 @dataclass

@@ -4,14 +4,16 @@ Everything describing the cluster as the last cycle saw it (queues, groups, devi
 one snapshot and rendered at scrape time by a collector, so a deleted queue or a released device
 leaves no stale series behind. Events (cycles, releases) go to histograms and counters. Names and
 labels are listed in docs/metrics.md, with their cardinality. The accounting gaps come from the gap
-model (`admission.core.gaps.find_gaps`, the same as `draq gaps`) over the cycle's reading, at most once
-per `gap_interval` seconds.
+model (`admission.core.gaps.find_gaps`, the same as `draq gaps`) over a cycle's reading, within a time
+budget: after a computation that took t seconds, the next one waits for the first cycle t / GAP_BUDGET
+seconds later.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -45,8 +47,8 @@ CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 LATENCY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0,
                    86400.0)
 
-GAP_INTERVAL = 30.0
-"""Seconds between two computations of the accounting gaps (the report reads every pod and claim)."""
+GAP_BUDGET = 0.1
+"""The share of the operator's time the gap report may take (it reads every pod and claim)."""
 
 
 def reading_gaps(reading: Reading) -> GapFigures:
@@ -85,12 +87,12 @@ class OperatorMetrics:
     """Registers the operator's metrics in `registry`; the loop calls `cycle` and `released`."""
 
     def __init__(self, registry: CollectorRegistry, leading: Callable[[], bool],
-                 gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_interval: float = GAP_INTERVAL) -> None:
+                 gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_budget: float = GAP_BUDGET) -> None:
         self.figures = ClusterFigures()
         self.gap_figures: GapFigures | None = None
         self._gaps = gaps
-        self._gap_interval = gap_interval
-        self._gaps_at: dt.datetime | None = None
+        self._gap_budget = gap_budget
+        self._gaps_due = 0.0  # time.monotonic() from which the gaps may be computed again
         self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
                                 "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
         self._steps = Histogram("draq_cycle_step_duration_seconds", "Time one admission cycle spent in a step: "
@@ -123,16 +125,18 @@ class OperatorMetrics:
         for info in self.figures.queues:  # every queue's series exist from the start (rates see a first 0)
             self._admissions.labels(info.cluster_queue)
             self._latency.labels(info.cluster_queue)
-        self._update_gaps(reading, completed_at)
+        self._update_gaps(reading)
 
-    def _update_gaps(self, reading: Reading, now: dt.datetime) -> None:
-        if self._gaps_at is not None and (now - self._gaps_at).total_seconds() < self._gap_interval:
+    def _update_gaps(self, reading: Reading) -> None:
+        started = time.monotonic()
+        if started < self._gaps_due:
             return
-        self._gaps_at = now
         try:
             self.gap_figures = self._gaps(reading)
         except Exception:  # the gap report must never stop admission; the last figures stay
             log.exception("computing the accounting gaps failed")
+        finished = time.monotonic()
+        self._gaps_due = finished + (finished - started) / self._gap_budget
 
     def released(self, group: GroupView, admit: Admit, now: dt.datetime) -> None:
         """A group's admission was recorded and its members released."""
