@@ -119,11 +119,12 @@ def _start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
     plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     plane.kubectl("create", "namespace", "draq-system")
     kubeconfig = _service_account_kubeconfig(plane)
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     log = plane.logs_dir / "draq.log"
     argv = [sys.executable, "-m", "admission.cli.main", "run", "--no-leader-election",
             "--webhook-host", "127.0.0.1", "--webhook-port", str(port),
-            "--webhook-url", f"https://127.0.0.1:{port}"]
+            "--webhook-url", f"https://127.0.0.1:{port}",
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics_port)]
     if version:
         argv += ["--kubernetes-version", version]
     env = dict(os.environ, KUBECONFIG=str(kubeconfig))
@@ -135,7 +136,8 @@ def _start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
             raise DemoError(f"draq run exited with status {process.returncode}; read {log}")
         configs = plane.kubectl("get", "mutatingwebhookconfigurations", "-o", "name", check=False).stdout
         if "draq" in configs:
-            print(f"\ndraq is running (operator + webhooks on 127.0.0.1:{port}); log: {log}", flush=True)
+            print(f"\ndraq is running (operator + webhooks on 127.0.0.1:{port}, metrics on "
+                  f"http://127.0.0.1:{metrics_port}/metrics); log: {log}", flush=True)
             return process
         time.sleep(0.3)
     process.terminate()

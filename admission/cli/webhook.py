@@ -47,6 +47,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="how often the webhook configurations are checked and repaired (default 60)")
     parser.add_argument("--no-configurations", action="store_true",
                         help="do not create or update the webhook configurations")
+    parser.add_argument("--metrics-host", default="0.0.0.0", help="address the metrics and probe port listens on")
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="plain-HTTP port for /metrics, /healthz and /readyz (default 0: none; draq run, "
+                             "which runs the webhooks too, serves them on 8080)")
     parser.add_argument("--print-configurations", action="store_true",
                         help="print the webhook configurations as YAML manifests and exit")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -58,8 +62,10 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
     for option in ("cert_reload_seconds", "resync_seconds"):
         if not getattr(args, option) > 0:
             raise InvalidInput("draq webhook", "--" + option.replace("_", "-"), "must be a positive number")
-    if not 0 <= args.port <= 65535:
-        raise InvalidInput("draq webhook", "--port", f"{args.port} is not a TCP port")
+    for option in ("port", "metrics_port"):
+        port = getattr(args, option)
+        if not 0 <= port <= 65535:
+            raise InvalidInput("draq webhook", "--" + option.replace("_", "-"), f"{port} is not a TCP port")
     if args.url:
         parsed = urlparse(args.url)
         if parsed.scheme != "https" or not parsed.hostname:
@@ -103,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(serve_forever(settings))
+        metrics = (args.metrics_host, args.metrics_port) if args.metrics_port else None
+        asyncio.run(serve_forever(settings, metrics))
     except OSError as err:
         raise DraqError(f"cannot serve on {settings.host}:{settings.port}: {err.strerror or err}") from err
     return 0

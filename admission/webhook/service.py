@@ -18,6 +18,7 @@ from admission.core.review import GatingPolicy
 from admission.kube import kinds
 from admission.kube.client import KubeApi, load_credentials
 from admission.kube.discovery import serves
+from admission.kube.probes import Probes, process_registry, start_probe_server
 from admission.webhook.cache import ClusterCache
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.handlers import AdmissionHandlers
@@ -162,16 +163,24 @@ async def _constant(value: bytes) -> bytes:
     return value
 
 
-async def serve_forever(settings: WebhookSettings) -> None:
-    """Serve until SIGTERM or SIGINT; requests in flight are answered before the listener closes."""
-    service = WebhookService(settings)
+async def serve_forever(settings: WebhookSettings, metrics_address: tuple[str, int] | None = None) -> None:
+    """Serve until SIGTERM or SIGINT; requests in flight are answered before the listener closes. With a
+    metrics address, /metrics, /healthz and /readyz are served there over plain HTTP."""
+    registry = process_registry()
+    service = WebhookService(settings, registry)
+    probe_server = None
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
     try:
+        if metrics_address is not None:
+            probes = Probes(registry, ready=[("webhook", service.unready)])
+            probe_server = await start_probe_server(probes, *metrics_address)
         await service.start()
         await stopping.wait()
         log.info("stopping")
     finally:
         await service.stop()
+        if probe_server is not None:
+            await probe_server.stop()
