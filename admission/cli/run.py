@@ -62,6 +62,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(default: the Service draq-webhook in --namespace)")
     parser.add_argument("--webhook-host", default="0.0.0.0", help="address the webhooks listen on")
     parser.add_argument("--webhook-port", type=int, default=9443, help="port the webhooks listen on")
+    parser.add_argument("--webhook-service", default="draq-webhook",
+                        help="Service (in --namespace) the API server calls when no --webhook-url is given "
+                             "(default draq-webhook)")
+    parser.add_argument("--draq-user", help="the only user allowed to remove the gate: draq's own identity "
+                        "(default system:serviceaccount:<--namespace>:draq)")
+    parser.add_argument("--cert-file", type=Path, help="serve this certificate (e.g. from cert-manager; watched "
+                        "and reloaded) instead of issuing one from draq's CA Secret")
+    parser.add_argument("--key-file", type=Path, help="key of --cert-file")
+    parser.add_argument("--ca-file", type=Path, help="CA of --cert-file, published as the webhooks' caBundle")
+    parser.add_argument("--no-webhook-configurations", action="store_true",
+                        help="do not create or update the webhook configurations (another owner, such as the "
+                             "Helm chart, keeps them)")
     parser.add_argument("--metrics-host", default="0.0.0.0", help="address the metrics and probe port listens on")
     parser.add_argument("--metrics-port", type=int, default=8080,
                         help="plain-HTTP port for /metrics, /healthz and /readyz (default 8080; 0: none)")
@@ -94,6 +106,10 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
         return None
     if not 0 <= args.webhook_port <= 65535:
         raise InvalidInput("draq run", "--webhook-port", f"{args.webhook_port} is not a TCP port")
+    if bool(args.cert_file) != bool(args.key_file):
+        raise InvalidInput("draq run", "--cert-file/--key-file", "give both or neither")
+    if args.ca_file and not args.cert_file:
+        raise InvalidInput("draq run", "--ca-file", "only with --cert-file and --key-file")
     if args.webhook_url:
         parsed = urlparse(args.webhook_url)
         if parsed.scheme != "https" or not parsed.hostname:
@@ -101,11 +117,15 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
         target = WebhookTarget(url=args.webhook_url)
         hosts: tuple[str, ...] = (parsed.hostname,)
     else:
-        target = WebhookTarget(service_namespace=args.namespace, service_name="draq-webhook")
-        hosts = (f"draq-webhook.{args.namespace}.svc", f"draq-webhook.{args.namespace}.svc.cluster.local")
+        service = args.webhook_service
+        target = WebhookTarget(service_namespace=args.namespace, service_name=service)
+        hosts = (f"{service}.{args.namespace}.svc", f"{service}.{args.namespace}.svc.cluster.local")
     return WebhookSettings(native_gangs=args.native_gangs, kubeconfig=args.kubeconfig, context=args.context,
                            host=args.webhook_host,
-                           port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts)
+                           port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts,
+                           draq_user=args.draq_user or f"system:serviceaccount:{args.namespace}:draq",
+                           cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
+                           manage_configurations=not args.no_webhook_configurations)
 
 
 def metrics_address_from(args: argparse.Namespace) -> tuple[str, int] | None:
