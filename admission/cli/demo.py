@@ -146,12 +146,14 @@ def _start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
 
 def _service_account_kubeconfig(plane: Any) -> Path:
     """draq runs as its own ServiceAccount, as in a cluster: its webhook lets only that identity remove
-    the admission gate. (The demo binds it to cluster-admin; the Helm chart will carry narrow RBAC.)"""
+    the admission gate. Its rights are the Helm chart's, from the same rule files (charts/draq/files/rbac/)."""
+    import json
+
     import yaml
 
-    plane.kubectl("create", "serviceaccount", "draq", "-n", "draq-system")
-    plane.kubectl("create", "clusterrolebinding", "draq-demo", "--clusterrole=cluster-admin",
-                  "--serviceaccount=draq-system:draq")
+    from admission.localcluster import rbac
+
+    plane.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(m) for m in rbac.manifests("draq-system")))
     token = plane.kubectl("create", "token", "draq", "-n", "draq-system", "--duration=24h").stdout.strip()
     config = yaml.safe_load(plane.kubeconfig.read_text())
     config["users"] = [{"name": "user", "user": {"token": token}}]
