@@ -20,7 +20,8 @@ from admission.kube.reflector import Key, Projection, Reflector, metadata, start
 ASSUME_SECONDS = 30.0
 
 
-_POD_META = ("name", "namespace", "uid", "resourceVersion", "labels")
+_POD_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "labels", "ownerReferences")
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"  # large, and never read
 _POD_SPEC = ("nodeName", "nodeSelector", "tolerations", "affinity", "overhead", "resources",
              "topologySpreadConstraints")
 _CONTAINER = ("name", "resources", "restartPolicy")
@@ -30,7 +31,8 @@ def _pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Pods with draq's queue label are kept whole (they are group members the operator writes to). Of
     every other pod the cache keeps what the scheduler's node filters read: where it is bound, its
     containers' resources and restart policies, overhead, pod-level resources, tolerations, affinity,
-    node selector and phase, since the pods on a node take its room."""
+    node selector and phase, since the pods on a node take its room; and its owner and annotations
+    (what tells a static or DaemonSet pod)."""
     meta = metadata(obj)
     if QUEUE_LABEL in (meta.get("labels") or {}):
         return without_managed_fields(kinds.PODS)(obj)
@@ -39,8 +41,10 @@ def _pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("containers", "initContainers"):
         if isinstance(spec.get(key), list):
             kept[key] = [{k: c[k] for k in _CONTAINER if k in c} for c in spec[key] if isinstance(c, Mapping)]
-    projected: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
-                                 "metadata": {key: meta[key] for key in _POD_META if key in meta}, "spec": kept}
+    kept_meta = {key: meta[key] for key in _POD_META if key in meta}
+    if isinstance(meta.get("annotations"), Mapping):  # e.g. a static pod's mirror annotation
+        kept_meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k != _LAST_APPLIED}
+    projected: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": kept_meta, "spec": kept}
     if "phase" in status:
         projected["status"] = {"phase": status["phase"]}
     return projected

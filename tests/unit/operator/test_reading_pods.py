@@ -22,7 +22,8 @@ def full_pod(**labels: str) -> dict[str, Any]:
                          tolerations=[toleration("gpu", operator="Exists")], overhead={"cpu": "100m"},
                          volumes=[{"name": "data", "emptyDir": {}}], serviceAccountName="web")
     manifest["metadata"].update(resourceVersion="7", uid="u-1", managedFields=[{"manager": "kubectl"}],
-                                annotations={"big": "x" * 100})
+                                annotations={"big": "x" * 100,
+                                             "kubectl.kubernetes.io/last-applied-configuration": "{}"})
     manifest["status"] = {"phase": "Running", "conditions": [{"type": "Ready"}], "podIP": "10.0.0.1"}
     return manifest
 
@@ -30,7 +31,7 @@ def full_pod(**labels: str) -> dict[str, Any]:
 def test_other_pods_keep_what_the_node_filters_read() -> None:
     projected = PROJECT_POD(full_pod(app="web"))
     assert projected["metadata"] == {"name": "web", "namespace": "apps", "uid": "u-1", "resourceVersion": "7",
-                                     "labels": {"app": "web"}}
+                                     "labels": {"app": "web"}, "annotations": {"big": "x" * 100}}
     assert projected["spec"] == {
         "nodeName": "node-0", "tolerations": [{"key": "gpu", "operator": "Exists"}], "overhead": {"cpu": "100m"},
         "containers": [{"name": "main", "resources": {"requests": {"cpu": "2"}}}],
