@@ -2,11 +2,11 @@
 
 Everything describing the cluster as the last cycle saw it (queues, groups, devices, gaps) is kept as
 one snapshot and rendered at scrape time by a collector, so a deleted queue or a released device
-leaves no stale series behind. Events (cycles, releases) go to histograms and counters. Names and
-labels are listed in docs/metrics.md, with their cardinality. The accounting gaps come from the gap
-model (`admission.core.gaps.find_gaps`, the same as `draq gaps`) over a cycle's reading, within a time
-budget: after a computation that took t seconds, the next one waits for the first cycle t / GAP_BUDGET
-seconds later.
+leaves no stale series behind; only the leader renders it. Events (cycles, releases) go to histograms
+and counters. Names and labels are listed in docs/metrics.md, with their cardinality. The accounting
+gaps come from the gap model (`admission.core.gaps.find_gaps`, the same as `draq gaps`) over a cycle's
+reading, within a time budget: after a computation that took t seconds, the next one waits for the
+first cycle t / GAP_BUDGET seconds later.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ class OperatorMetrics:
                  gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_budget: float = GAP_BUDGET) -> None:
         self.figures = ClusterFigures()
         self.gap_figures: GapFigures | None = None
+        self.leading = leading
         self._gaps = gaps
         self._gap_budget = gap_budget
         self._gaps_due = 0.0  # time.monotonic() from which the gaps may be computed again
@@ -151,6 +152,9 @@ class _FiguresCollector(Collector):
         self._metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
+        """Only the leader describes the cluster: a standby's figures would be those of its last term."""
+        if not self._metrics.leading():
+            return
         figures = self._metrics.figures
         yield from queue_families(figures.queues, figures.units)
         yield from group_families(figures.groups)

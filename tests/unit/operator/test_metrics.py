@@ -117,3 +117,21 @@ def test_probes_answer_ok_or_503_with_the_failing_checks_and_serve_metrics() -> 
         await operator.cache.stop()
 
     asyncio.run(go())
+
+
+def test_only_the_leader_describes_the_cluster() -> None:
+    async def go() -> None:
+        api = cluster(gpus=8)
+        submit(api, "train", 1, 4)
+        registry = CollectorRegistry()
+        operator = await operator_on(api, registry)
+        await operator.reconcile()
+        leading = [True]
+        operator.metrics.leading = lambda: leading[0]
+        assert value(registry, "draq_cluster_queue_usage", cluster_queue="main", unit="gpus") == 4
+        leading[0] = False
+        assert value(registry, "draq_cluster_queue_usage", cluster_queue="main", unit="gpus") is None
+        assert value(registry, "draq_cycle_duration_seconds_count") == 1  # what this replica did stays
+        await operator.cache.stop()
+
+    asyncio.run(go())
