@@ -35,10 +35,10 @@ from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LA
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import NodeSimulator
 from tests.e2e.waiting import until
+from tests.support.dashboards import load_builder
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "dashboards"))
-import build as dashboards  # noqa: E402  (dashboards/build.py is a script, not a package)
+dashboards = load_builder()  # dashboards/build.py is a script, not a package
 
 GPU_CLASS = "gpu.nvidia.com"
 UTILISATION = (0, 3, 50, 90, 2, 75, 100, 40)  # percent, by GPU index

@@ -3,13 +3,11 @@ PromQL (promtool) and names only metrics draq exports (or DCGM's, Prometheus' ow
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,18 +17,10 @@ from prometheus_client import CollectorRegistry
 from admission.core.telemetry import GapFigures
 from admission.operator.metrics import OperatorMetrics
 from admission.webhook.metrics import WebhookMetrics
+from tests.support.dashboards import DASHBOARDS, load_builder
 
-DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 OTHER_METRICS = {"up", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
                  "process_resident_memory_bytes", "process_cpu_seconds_total"}
-
-
-def load_builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("draq_dashboards_build", DASHBOARDS / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 BUILD = load_builder()
