@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -72,9 +73,17 @@ def _charge_gaps(data: GapInput, inventory: Inventory) -> list[Gap]:
 # ----- OutsideQueues, BypassedAdmission ------------------------------------------------------------
 @dataclass
 class _Held:
+    """What one gap adds up: its size, the objects behind it and the reasons, each named once."""
+
     size: Fraction = Fraction(0)
     objects: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+
+    def add(self, amount: Fraction, objects: Iterable[str], reason: str = "") -> None:
+        self.size += amount
+        self.objects += [o for o in objects if o not in self.objects]
+        if reason and reason not in self.reasons:
+            self.reasons.append(reason)
 
 
 def _held_without_charge(data: GapInput, holdings: Holdings) -> list[Gap]:
@@ -87,10 +96,8 @@ def _held_without_charge(data: GapInput, holdings: Holdings) -> list[Gap]:
         group = holding.place.group if kind is GapKind.BYPASSED_ADMISSION else ""
         for unit, amount in holding.amounts:
             if unit in device_units:
-                entry = found[(kind, holding.namespace, holding.place.cluster_queue, group, unit)]
-                entry.size += amount
-                entry.objects += [o for o in holding.objects if o not in entry.objects]
-                entry.reasons += [holding.place.reason] if holding.place.reason not in entry.reasons else []
+                found[(kind, holding.namespace, holding.place.cluster_queue, group, unit)].add(
+                    amount, holding.objects, holding.place.reason)
     return [_held_gap(kind, namespace, queue, unit, entry)
             for (kind, namespace, queue, _, unit), entry in sorted(found.items())]
 
@@ -122,9 +129,7 @@ def _uncounted(data: GapInput) -> list[Gap]:
             continue
         for resource, amount in sorted(pod_requests(pod).items()):
             if is_extended(resource) and amount and not _counted(resource, data.units, classes):
-                entry = found[(pod.namespace, place.cluster_queue, resource)]
-                entry.size += amount
-                entry.objects.append(f"Pod {pod.key}")
+                found[(pod.namespace, place.cluster_queue, resource)].add(amount, [f"Pod {pod.key}"])
     return [Gap(GapKind.UNCOUNTED_EXTENDED, resource, entry.size,
                 f"pods of ClusterQueue {queue or '(unknown)'} request {measured(resource, entry.size)}, which no "
                 f"QuotaUnit counts: the queue does not limit it ({_listed(entry.objects)})",
@@ -155,15 +160,13 @@ def _extended_via_dra(data: GapInput, holdings: Holdings) -> list[Gap]:
                 for unit in data.units:
                     extended = unit.unit.extended(resource)
                     if extended is not None and not unit.unit.counts_class(device_class.name):
-                        entry = found[(holding.namespace, holding.place.cluster_queue, unit.name)]
-                        entry.size += amount * extended.counts_as
-                        entry.objects += [o for o in holding.objects if o not in entry.objects]
-                        entry.reasons.append(f"{resource} as class {device_class.name}")
+                        found[(holding.namespace, holding.place.cluster_queue, unit.name)].add(
+                            amount * extended.counts_as, holding.objects, f"{resource} as class {device_class.name}")
     return [_via_dra_gap(namespace, queue, unit, entry) for (namespace, queue, unit), entry in sorted(found.items())]
 
 
 def _via_dra_gap(namespace: str, queue: str, unit: str, entry: _Held) -> Gap:
-    served = ", ".join(dict.fromkeys(entry.reasons))
+    served = ", ".join(entry.reasons)
     message = (f"the scheduler gave pods their {served} through DRA claims ({_listed(entry.objects)}); unit "
                f"{unit} counts the extended resource but not that class, so {measured(unit, entry.size)} are "
                "charged nowhere")

@@ -39,7 +39,6 @@ class Holding:
     objects: tuple[str, ...]  # the claim and the pods using it, or the pod
     amounts: Amounts  # per unit
     devices: Mapping[str, int] = field(default_factory=dict)  # DeviceClass -> devices held (admin access left out)
-    extended: Mapping[str, Fraction] = field(default_factory=dict)  # extended resource -> served by a device plugin
     pods: tuple[Pod, ...] = ()  # the live pods using it
     claim: ResourceClaim | None = None
 
@@ -134,6 +133,6 @@ class _Finder:
             if unit.unit.counting is Counting.CORE and place.place is not Place.OUTSIDE:
                 values.append((unit.name, requests.get(unit.unit.resource, Fraction(0))))
         amounts = Amounts.of(values)
-        if not amounts and not extended:
+        if not amounts:
             return None
-        return Holding(pod.namespace, place, (f"Pod {pod.key}",), amounts, extended=extended, pods=(pod,))
+        return Holding(pod.namespace, place, (f"Pod {pod.key}",), amounts, pods=(pod,))
