@@ -35,9 +35,11 @@ from admission.core.cycle import (
     run_cycle,
     unreleased_members,
 )
+from admission.core.cycle.late import LATE_CONDITION, Extend, LateWait
+from admission.core.cycle.status import extended_status, late_admitted_event
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
-from admission.core.quota import Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
+from admission.core.quota import Amounts, Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
@@ -187,6 +189,10 @@ class Operator:
             try:
                 if isinstance(decision, Admit):
                     await self._admit(reading, group, decision)
+                elif isinstance(decision, Extend):
+                    await self._extend(reading, group, decision)
+                elif isinstance(decision, LateWait):
+                    await self._report_late_wait(reading, group, decision)
                 else:
                     await self._report_wait(reading, group, decision)
             except KubeApiError as err:
@@ -222,6 +228,28 @@ class Operator:
             await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
                                      admit.placements.get(pod.key))
         self.metrics.released(group, admit, self.clock.now())
+
+    async def _extend(self, reading: Reading, group: GroupView, grown: Extend) -> None:
+        """Late members: the group's record grows first (charge, plan), then they are released pinned."""
+        manifest = reading.manifests.get(f"PodGroup {group.key}") or {}
+        version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
+        borrowed = group.pod_group.borrowed if group.pod_group is not None else Amounts()
+        written = await self.writer.pod_group_status(group.namespace, group.name,
+                                                     extended_status(grown, len(group.pods), borrowed), version)
+        self._said.pop(f"late {group.key}", None)
+        await self.writer.event(written, LATE_CONDITION, late_admitted_event(grown))
+        for pod in group.gated:
+            if pod.key in grown.placements:
+                await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
+                                         grown.placements[pod.key])
+
+    async def _report_late_wait(self, reading: Reading, group: GroupView, wait: LateWait) -> None:
+        if self._said.get(f"late {group.key}") == wait.message:
+            return
+        written = reading.manifests.get(f"PodGroup {group.key}")
+        if written is not None:
+            await self.writer.event(written, "MembersWaiting", wait.message, warning=True)
+        self._said[f"late {group.key}"] = wait.message
 
     async def _ensure_native_gang(self, reading: Reading, group: GroupView) -> None:
         """Members made native gang members by the webhook need their Workload before they are released."""

@@ -18,6 +18,7 @@ from admission.core.cycle.decide import (
 )
 from admission.core.cycle.eviction import DEFAULT_BIND_TIMEOUT, Evict, due_for_requeue, evicted_status, overdue
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
+from admission.core.cycle.late import Extend, LateWait, late_members
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
 from admission.core.cycle.progress import (
     ChargeCorrection,
@@ -46,8 +47,10 @@ __all__ = [
     "CycleInput",
     "CycleResult",
     "Evict",
+    "Extend",
     "GroupDecision",
     "GroupView",
+    "LateWait",
     "PendingCounts",
     "PhaseChange",
     "Wait",
@@ -60,6 +63,7 @@ __all__ = [
     "due_for_requeue",
     "evicted_status",
     "is_managed",
+    "late_members",
     "next_phase",
     "overdue",
     "pending_counts",

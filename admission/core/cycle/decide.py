@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
+from admission.core.cycle.late import Extend, LateWait, extend, late_members
 from admission.core.cycle.plans import recorded_plan
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
@@ -56,6 +57,10 @@ class WaitReason(StrEnum):
     BLOCKED = "BlockedByStrictFIFO"
     NO_UNIT = "QuotaUnitMissing"
     BACKOFF = "EvictedBackoff"
+    QUEUE_INVALID = "QueueInvalid"  # its LocalQueue or ClusterQueue does not parse
+    UNIT_INVALID = "QuotaUnitInvalid"  # its queue quotes a unit that does not compile or fails on a device
+    USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
+    UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +84,7 @@ class Wait:
     cluster_queue: str = ""
 
 
-GroupDecision = Admit | Wait
+GroupDecision = Admit | Wait | Extend | LateWait
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +100,9 @@ class CycleInput:
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None  # None: do not check selectors
     now: dt.datetime | None = None  # None: evicted groups are not held back by their backoff
     timer: Callable[[], float] | None = None  # the shell's monotonic clock: CycleResult.step_seconds
+    # Objects that do not parse or cannot be used, by `Kind name` / `Kind namespace/name`: why. QuotaUnits
+    # named here are not in `units`; the groups that need one of them wait with its reason.
+    invalid: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +138,18 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     early = [_precheck(g, cycle) for g in pending]
     decisions.extend(w for w in early if w is not None)
     ready = [g for g, w in zip(pending, early, strict=True) if w is None]
+    # Late members of admitted groups go first: their group already runs.
+    for group in cycle.groups:
+        late = late_members(group)
+        if not late:
+            continue
+        grown = extend(group, late, state, allocator, usage, nodes, inventory, cycle)
+        decisions.append(grown)
+        if isinstance(grown, Extend):
+            state = state.recharge(group.key, grown.charge)
+            for allocation in grown.allocations.values():
+                usage.add(allocation, cycle.gates)
+            nodes = _with_pods(nodes, late, grown.placements)
     blocked: dict[str, str] = {}
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
@@ -178,22 +198,15 @@ def charging_inventory(snapshot: Snapshot, gates: FeatureGates) -> Inventory:
 
 # ----- before ordering ------------------------------------------------------------------------------
 def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
+    if group.unreadable:
+        return Wait(group.key, WaitReason.UNREADABLE, f"{group.unreadable}; whether the group is admitted "
+                    "cannot be told, so it is not considered until its PodGroup is fixed")
     if group.problem:
         return Wait(group.key, WaitReason.INVALID, group.problem)
     local = cycle.local_queues.get(f"{group.namespace}/{group.queue}")
-    if local is None:
-        return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {group.namespace}/{group.queue} does not exist")
-    if local.cluster_queue not in cycle.state.queues:
-        return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {local.key} points to ClusterQueue "
-                    f"{local.cluster_queue}, which does not exist", local.cluster_queue)
-    known_units = {unit.name for unit in cycle.units}
-    missing = [q.unit for q in cycle.state.queues[local.cluster_queue].quotas if q.unit not in known_units]
-    if missing:
-        # Charges already recorded in those units stay in the queue's usage; nothing new is admitted
-        # while a quoted unit cannot be computed.
-        return Wait(group.key, WaitReason.NO_UNIT, f"ClusterQueue {local.cluster_queue} quotes QuotaUnit "
-                    f"{', '.join(sorted(missing))}, which does not exist (deleted?); restore it or remove it "
-                    "from the queue's spec.quotas", local.cluster_queue)
+    unusable = _unusable_queue(group, local, cycle)
+    if unusable is not None or local is None:
+        return unusable
     selector = cycle.state.queues[local.cluster_queue].namespace_selector
     labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
     if labels is not None and not selector.matches(labels):
@@ -211,6 +224,45 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
     if present < group.min_member:
         return Wait(group.key, WaitReason.INCOMPLETE, f"{present} of {group.min_member} members exist; "
                     "waiting for the rest", local.cluster_queue)
+    return None
+
+
+def _unusable_queue(group: GroupView, local: LocalQueue | None, cycle: CycleInput) -> Wait | None:
+    """The group's LocalQueue, ClusterQueue or a unit its queue quotes is missing or invalid, or the queue's
+    usage is unknown. Each bad object stops only the groups that need it, with its reason."""
+    if local is None:
+        name = f"{group.namespace}/{group.queue}"
+        broken = cycle.invalid.get(f"LocalQueue {name}")
+        if broken:
+            return Wait(group.key, WaitReason.QUEUE_INVALID, f"LocalQueue {name} is invalid: {broken}")
+        return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {name} does not exist")
+    queue = local.cluster_queue
+    if queue not in cycle.state.queues:
+        broken = cycle.invalid.get(f"ClusterQueue {queue}")
+        points = f"LocalQueue {local.key} points to ClusterQueue {queue}"
+        if broken:
+            return Wait(group.key, WaitReason.QUEUE_INVALID, f"{points}, which is invalid: {broken}", queue)
+        return Wait(group.key, WaitReason.NO_QUEUE, f"{points}, which does not exist", queue)
+    return _unusable_units(group, queue, cycle)
+
+
+def _unusable_units(group: GroupView, queue: str, cycle: CycleInput) -> Wait | None:
+    # Charges already recorded in a unit that is missing or invalid stay in the queue's usage; nothing new
+    # is admitted while a quoted unit cannot be computed.
+    quoted = [q.unit for q in cycle.state.queues[queue].quotas]
+    invalid = [cycle.invalid[f"QuotaUnit {unit}"] for unit in quoted if f"QuotaUnit {unit}" in cycle.invalid]
+    if invalid:
+        return Wait(group.key, WaitReason.UNIT_INVALID, f"ClusterQueue {queue} quotes an invalid unit: "
+                    f"{'; '.join(invalid)}; fix the QuotaUnit or remove it from the queue's spec.quotas", queue)
+    known_units = {unit.name for unit in cycle.units}
+    missing = sorted(unit for unit in quoted if unit not in known_units)
+    if missing:
+        return Wait(group.key, WaitReason.NO_UNIT, f"ClusterQueue {queue} quotes QuotaUnit {', '.join(missing)}, "
+                    "which does not exist (deleted?); restore it or remove it from the queue's spec.quotas", queue)
+    unknown = cycle.state.usage_unknown(queue)
+    if unknown:
+        return Wait(group.key, WaitReason.USAGE_UNKNOWN, f"ClusterQueue {queue} admits nothing new while its "
+                    f"usage is unknown: {unknown}", queue)
     return None
 
 

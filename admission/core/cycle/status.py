@@ -8,9 +8,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from admission.core.cycle.decide import Admit, Wait
+from admission.core.cycle.decide import Admit, Wait, WaitReason
 from admission.core.cycle.groups import GroupView
-from admission.core.quota import Phase, RecordedPlan, charge_status
+from admission.core.cycle.late import Extend
+from admission.core.quota import Amounts, Phase, RecordedPlan, charge_status
 
 ADMITTED_CONDITION = "Admitted"
 
@@ -37,8 +38,13 @@ def admitted_status(admit: Admit, members: int, now: str) -> dict[str, Any]:
 
 
 def pending_status(wait: Wait, members: int, now: str) -> dict[str, Any]:
-    return {"phase": Phase.PENDING.value, "message": wait.message, "members": members,
-            "conditions": [condition(ADMITTED_CONDITION, False, wait.reason.value, wait.message, now)]}
+    """Why the group waits. The phase is left as it is when the PodGroup does not parse: its record may
+    hold an admission, which a `Pending` would erase."""
+    waiting = condition(ADMITTED_CONDITION, False, wait.reason.value, wait.message, now)
+    status: dict[str, Any] = {"message": wait.message, "members": members, "conditions": [waiting]}
+    if wait.reason is not WaitReason.UNREADABLE:
+        status["phase"] = Phase.PENDING.value
+    return status
 
 
 def admitted_event(admit: Admit) -> str:
@@ -79,3 +85,13 @@ def pending_counts(waiting: Iterable[Wait], groups: Mapping[str, GroupView]) -> 
         if group is not None:
             per_lq[f"{group.namespace}/{group.queue}"] += 1
     return PendingCounts(dict(per_cq), dict(per_lq))
+
+
+def extended_status(grown: Extend, members: int, borrowed: Amounts) -> dict[str, Any]:
+    """The record of late members admitted into their group: the whole new charge and plan."""
+    return {"charge": charge_status(grown.charge, borrowed), "plan": plan_status(grown.plan), "members": members}
+
+
+def late_admitted_event(grown: Extend) -> str:
+    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in grown.placements.items())
+    return f"late member(s) admitted into the group, charged {grown.added.describe()} more; placed {placed}"

@@ -14,7 +14,7 @@ from admission.core.native_gangs import workload_ref
 from admission.kube.client import KubeApiError
 from admission.operator import reading
 from tests.support.fake_api import FakeApi
-from tests.unit.cycle.cycle_builders import NS, gang
+from tests.unit.cycle.cycle_builders import NS, gang, member
 
 from .operator_world import bind_as_planned, cluster, gates_of, started, submit
 
@@ -221,6 +221,46 @@ def test_native_gang_members_get_their_workload_before_release() -> None:
         assert len(created) == 1 and created[0] < min(ungates)
         made = api.get_object("Workload", NS, "ng")
         assert made is not None and made["spec"]["podGroups"][0]["policy"] == {"gang": {"minCount": 2}}
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_a_member_created_after_admission_joins_the_plan_and_is_released_pinned() -> None:
+    async def go() -> None:
+        api = cluster()
+        submit(api, "train", 1, 4)
+        operator = await started(api)
+        await operator.reconcile()
+        api.add(member("train-late", "train", template="train-gpus"))
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        record = api.get_object("PodGroup", NS, "train")
+        assert record is not None
+        assert [p["name"] for p in record["status"]["plan"]["pods"]] == ["train-0", "train-late"]
+        assert record["status"]["charge"] == [{"unit": "gpus", "amount": "8"}]
+        late = api.get_object("Pod", NS, "train-late")
+        assert late is not None and gates_of(api, "train-late") == []
+        assert pinned_node(late["spec"]["affinity"]) == record["status"]["plan"]["pods"][1]["node"]
+        assert "MembersAdmitted" in [w.body["reason"] for w in api.writes_to("/events")]
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_a_late_member_that_does_not_fit_stays_gated_and_is_said_once() -> None:
+    async def go() -> None:
+        api = cluster(gpus=4)
+        submit(api, "train", 1, 4)
+        operator = await started(api)
+        await operator.reconcile()
+        api.add(member("train-late", "train", template="train-gpus"))
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        await operator.reconcile()
+        assert gates_of(api, "train-late") == [GATE]
+        waits = [w.body for w in api.writes_to("/events") if w.body["reason"] == "MembersWaiting"]
+        assert len(waits) == 1 and "do not fit the quota" in waits[0]["message"]
         await operator.cache.stop()
 
     run(go)
