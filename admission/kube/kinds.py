@@ -24,6 +24,7 @@ CLUSTER_QUEUES = Resource(API_GROUP, _DRAQ_VERSION, "clusterqueues", "ClusterQue
 LOCAL_QUEUES = Resource(API_GROUP, _DRAQ_VERSION, "localqueues", "LocalQueue", True)
 QUOTA_UNITS = Resource(API_GROUP, _DRAQ_VERSION, "quotaunits", "QuotaUnit", False)
 POD_GROUPS = Resource(API_GROUP, _DRAQ_VERSION, "podgroups", "PodGroup", True)
+DEVICE_TAINT_RULES = Resource("resource.k8s.io", "v1alpha3", "devicetaintrules", "DeviceTaintRule", False)
 WORKLOADS = Resource("scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True)
 MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                              "MutatingWebhookConfiguration", False)
@@ -31,6 +32,6 @@ VALIDATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validating
                                "ValidatingWebhookConfiguration", False)
 
 ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, LEASES, DEVICE_CLASSES, RESOURCE_SLICES,
-       RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES, QUOTA_UNITS, POD_GROUPS, WORKLOADS,
-       MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
+       RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES, QUOTA_UNITS, POD_GROUPS, DEVICE_TAINT_RULES,
+       WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
 BY_KIND = {resource.kind: resource for resource in ALL}

@@ -61,7 +61,8 @@ def _whole(resource: Resource) -> tuple[Resource, Projection]:
 
 OPERATOR_RESOURCES: tuple[tuple[Resource, Projection], ...] = (
     _whole(kinds.NODES), (kinds.PODS, _pod), _whole(kinds.NAMESPACES), _whole(kinds.DEVICE_CLASSES),
-    _whole(kinds.RESOURCE_SLICES), _whole(kinds.RESOURCE_CLAIMS), _whole(kinds.CLAIM_TEMPLATES),
+    _whole(kinds.RESOURCE_SLICES), _whole(kinds.DEVICE_TAINT_RULES), _whole(kinds.RESOURCE_CLAIMS),
+    _whole(kinds.CLAIM_TEMPLATES),
     _whole(kinds.CLUSTER_QUEUES), _whole(kinds.LOCAL_QUEUES), _whole(kinds.QUOTA_UNITS), _whole(kinds.POD_GROUPS),
 )
 

@@ -29,7 +29,7 @@ from admission.operator.cache import OperatorCache
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from admission.core.allocator.selectors import SelectorEvaluator
 from admission.core.allocator.usage import Usage
 from admission.core.errors import InvalidInput
 from admission.core.features import FeatureGates
+from admission.core.models.device_taint_rule import DeviceTaintRule, apply_taint_rules
 from admission.core.models import (
     AllocationResult,
     DeviceClass,
@@ -79,7 +80,8 @@ class Snapshot:
         return cls(
             nodes=buckets.get(Node, ()),  # type: ignore[arg-type]
             classes=buckets.get(DeviceClass, ()),  # type: ignore[arg-type]
-            slices=buckets.get(ResourceSlice, ()),  # type: ignore[arg-type]
+            slices=apply_taint_rules(buckets.get(ResourceSlice, ()),  # type: ignore[arg-type]
+                                     buckets.get(DeviceTaintRule, ())),  # type: ignore[arg-type]
             claims=buckets.get(ResourceClaim, ()),  # type: ignore[arg-type]
             templates=buckets.get(ResourceClaimTemplate, ()),  # type: ignore[arg-type]
             pods=buckets.get(Pod, ()),  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ from typing import Any
 from admission.core.errors import InvalidInput
 from admission.core.models._fields import Fields
 from admission.core.models.device_class import DeviceClass, parse_device_class
+from admission.core.models.device_taint_rule import TAINT_RULE_API, DeviceTaintRule, parse_device_taint_rule
 from admission.core.models.meta import object_label
 from admission.core.models.node import Node, parse_node
 from admission.core.models.pod import Pod, parse_pod
@@ -20,7 +21,8 @@ from admission.core.models.resource_claim import (
 from admission.core.models.resource_quota import Namespace, ResourceQuota, parse_namespace, parse_resource_quota
 from admission.core.models.resource_slice import ResourceSlice, parse_resource_slice
 
-Model = Node | DeviceClass | ResourceSlice | ResourceClaim | ResourceClaimTemplate | Pod | ResourceQuota | Namespace
+Model = (Node | DeviceClass | ResourceSlice | ResourceClaim | ResourceClaimTemplate | Pod | ResourceQuota | Namespace
+         | DeviceTaintRule)
 
 RESOURCE_API = "resource.k8s.io/v1"
 _NAMESPACED: dict[tuple[str, str], Callable[[str, Fields, str], Model]] = {
@@ -34,6 +36,7 @@ _CLUSTER: dict[tuple[str, str], Callable[[str, Fields], Model]] = {
     (RESOURCE_API, "DeviceClass"): parse_device_class,
     (RESOURCE_API, "ResourceSlice"): parse_resource_slice,
     ("v1", "Namespace"): parse_namespace,
+    (TAINT_RULE_API, "DeviceTaintRule"): parse_device_taint_rule,
 }
 SUPPORTED_KINDS = tuple(sorted(f"{api} {kind}" for api, kind in (*_NAMESPACED, *_CLUSTER)))
 

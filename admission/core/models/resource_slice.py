@@ -220,7 +220,7 @@ def _parse_device(fields: Fields, driver: str, pool: str, slice_name: str, per_d
         consumes_counters=tuple(
             CounterConsumption(c.str("counterSet", required=True), _counter_values(c))
             for c in fields.maps("consumesCounters")),
-        taints=tuple(_parse_taint(t) for t in fields.maps("taints")),
+        taints=tuple(parse_taint(t) for t in fields.maps("taints")),
         binds_to_node=fields.bool("bindsToNode"),
         binding_conditions=fields.str_list("bindingConditions"),
         binding_failure_conditions=fields.str_list("bindingFailureConditions"),
@@ -293,7 +293,7 @@ def _parse_counter_set(fields: Fields) -> CounterSet:
     return CounterSet(fields.str("name", required=True), _counter_values(fields))
 
 
-def _parse_taint(fields: Fields) -> DeviceTaint:
+def parse_taint(fields: Fields) -> DeviceTaint:
     return DeviceTaint(
         key=fields.str("key", required=True), effect=fields.str("effect", required=True),
         value=fields.str("value"), time_added=str(fields.raw("timeAdded") or ""),
