@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -69,13 +70,16 @@ def verdict_of(pod: Any) -> Verdict:
     return Verdict("pending")
 
 
+# "0/16 nodes are available: 1 cannot allocate all claims, 15 node(s) didn't match Pod's node
+# affinity/selector. still not schedulable, preemption: ...": the reasons end at the first ". ".
+_REASONS = re.compile(r"nodes are available: (.*?)\.(?: |$)")
+
+
 def _node_not_seen(message: str) -> bool:
-    """True for "0/N nodes are available: N node(s) didn't match Pod's node affinity/selector.": every node
-    failed the pod's node selector, so the scheduler's cache did not hold the trial's node yet."""
-    if "nodes are available: " not in message:
-        return False
-    reasons = message.split("nodes are available: ", 1)[1].split(". preemption:", 1)[0].rstrip(".").split(", ")
-    return all(NODE_SELECTOR_MISMATCH in reason for reason in reasons)
+    """True when every node failed the pod's node selector ("0/N nodes are available: N node(s) didn't
+    match Pod's node affinity/selector."): the scheduler's cache did not hold the trial's node yet."""
+    found = _REASONS.search(message)
+    return found is not None and all(NODE_SELECTOR_MISMATCH in r for r in found.group(1).split(", "))
 
 
 # How long an "unschedulable" or "error" answer must hold before it counts as the scheduler's verdict.
@@ -89,7 +93,9 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
     Binding is final. "unschedulable" and "error" are not: the scheduler may answer before its caches
     hold the trial's node, slices or claims, and tries again when they arrive (after a back-off of
     about a second). So those count once the same outcome has held for `settle` seconds; taking the
-    first answer seen would compare draq with a state the scheduler was about to leave.
+    first answer seen would compare draq with a state the scheduler was about to leave. The wait ends
+    `timeout` seconds after the last new verdict (a loaded machine slows the scheduler down, it does
+    not stop it).
     """
     core = client.CoreV1Api(api)
     verdicts: dict[str, Verdict] = {}
@@ -105,6 +111,7 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
             verdict = verdict_of(pod)
             if verdict.outcome == "bound":
                 verdicts[name] = verdict
+                deadline = now + timeout
             elif verdict.outcome == "pending":
                 seen.pop(name, None)
             else:
@@ -113,6 +120,7 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
                 seen[name] = (verdict, since)
                 if now - since >= settle:
                     verdicts[name] = verdict
+                    deadline = now + timeout
         if len(verdicts) == len(pods):
             break
         time.sleep(0.2)
