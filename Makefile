@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: setup deps controlplane demo test lint unit e2e e2e-alpha bench clean
+.PHONY: setup deps controlplane helm demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,11 @@ deps:
 controlplane: $(STAMP) deps
 	$(BIN)/python -m admission.localcluster.build
 
-setup: controlplane
+# Helm, for the chart's checks: built from the Go module proxy, cached in ~/.cache/draq/helm/<version>/.
+helm: $(STAMP)
+	$(BIN)/python -m admission.localcluster.helm
+
+setup: controlplane helm
 
 demo: setup
 	$(BIN)/draq demo
@@ -27,6 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check admission tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/chart.py check
 
 unit: $(STAMP)
 	$(BIN)/pytest tests --ignore=tests/e2e
@@ -38,7 +43,20 @@ e2e: setup
 e2e-alpha: setup
 	DRAQ_ALPHA_DRA=1 $(BIN)/pytest tests/e2e/test_local_cluster.py tests/e2e/test_allocator_vs_scheduler.py tests/e2e/test_operator.py
 
-test: setup lint
+# The Helm chart: derived files current, then its unit tests and its tests on the local control plane.
+chart: setup
+	$(BIN)/python scripts/chart.py check
+	$(BIN)/pytest tests/unit/chart tests/e2e/test_chart.py
+
+# Rewrite the chart's derived files (CRD and dashboard copies, webhook configurations, values table).
+chart-sync: $(STAMP)
+	$(BIN)/python scripts/chart.py sync
+
+# The container image's install step, as an unprivileged user, without a container builder.
+image-check:
+	PYTHON=$(PYTHON) bash scripts/check-image-install.sh
+
+test: setup lint image-check
 	$(BIN)/pytest
 
 bench: $(STAMP)
