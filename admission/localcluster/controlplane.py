@@ -226,6 +226,36 @@ class ControlPlane:
         if not self.keep_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
+    # ----- faults (chaos tests) ---------------------------------------------------------------------
+    def restart(self, name: str, down_seconds: float = 0.0, crash: bool = False) -> None:
+        """Stop one component (SIGTERM, SIGKILL after the grace time; with `crash` SIGKILL at once), keep
+        it down `down_seconds`, start it again with the same command line and ports, and wait until it is
+        ready again."""
+        component = self._component(name)
+        component.stop(grace=0.0 if crash else 10.0)
+        time.sleep(down_seconds)
+        component.start()
+        self._wait_http(name, self._health_url(name))
+
+    @contextlib.contextmanager
+    def paused(self, name: str) -> Iterator[None]:
+        """Freeze one component (SIGSTOP) until the block ends (SIGCONT): it is unreachable as behind a
+        cut network, connections hang rather than being refused."""
+        process = self._component(name).process
+        assert process is not None and process.poll() is None, f"{name} is not running"
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+
+    def _health_url(self, name: str) -> str:
+        assert self.ports is not None
+        return {"etcd": f"http://127.0.0.1:{self.ports.etcd_client}/health",
+                "kube-apiserver": f"{self.server}/readyz",
+                "kube-controller-manager": f"https://127.0.0.1:{self.ports.controller_manager}/healthz",
+                "kube-scheduler": f"https://127.0.0.1:{self.ports.scheduler}/healthz"}[name]
+
     def _launch(self, name: str, argv: list[str]) -> None:
         component = Component(name, argv, self.logs_dir / f"{name}.log")
         component.start()

@@ -178,5 +178,18 @@ class NodeSimulator:
                 self._timers.append(timer)
 
     def _complete_quietly(self, namespace: str, name: str) -> None:
-        with contextlib.suppress(ApiException):
-            self.complete(namespace, name)
+        """Complete a pod whose run time is over; while the API server is away (restarted, etcd frozen),
+        try again, as a kubelet would report the pod's end once it can."""
+        deadline = time.monotonic() + 120
+        while not self._stop.is_set():
+            try:
+                self.complete(namespace, name)
+                return
+            except ApiException as err:
+                if err.status == 404 or time.monotonic() > deadline:
+                    return
+            except Exception as err:  # connection refused or reset: the API server is away
+                if time.monotonic() > deadline:
+                    log.warning("could not complete pod %s/%s: %s", namespace, name, err)
+                    return
+            time.sleep(0.5)

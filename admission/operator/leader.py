@@ -136,6 +136,7 @@ class LeaderElector:
         self._seen_version: str | None = None
         self._seen_at = 0.0
         self._watch_until: float | None = None  # a standby: when the Lease it watches expires
+        self._standing_by = ""  # the holder this standby last said it waits for
         self._why_not = "not leading yet"
 
     # ----- the fence --------------------------------------------------------------------------------
@@ -209,6 +210,9 @@ class LeaderElector:
                          duration, now - self._seen_at)
         decision = claim(view, Candidate(self.identity, self.incarnation, self.leading.is_set(), self._has_led))
         if decision is Claim.WAIT:
+            if self._watch_until is None or view.holder != self._standing_by:
+                log.info("standing by: the Lease %s/%s is held by %s", self.namespace, self.name, view.holder)
+                self._standing_by = view.holder
             self._watch_until = self._seen_at + duration
             return None
         self._watch_until = None
