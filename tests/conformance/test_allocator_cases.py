@@ -17,11 +17,7 @@ from tests.conformance.corpus import (
 )
 
 # Cases whose outcome draq does not reproduce, with the reason (kept visible, never silently skipped).
-KNOWN_DIFFERENCES = {
-    "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request--k8s-1.34@1.34":
-        "1.34's alpha consumable-capacity search hands device-2 to the first claim; draq follows the "
-        "1.35+ rules (first fit: device-1). Only the 1.34 alpha gate set is affected.",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 CASES = discover(SHARED_DIR, OWN_DIR)
 
 

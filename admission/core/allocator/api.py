@@ -10,12 +10,11 @@ from functools import cached_property
 from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
 from admission.core.allocator.inventory import NodeView, SnapshotIndex
 from admission.core.allocator.results import build_allocation
-from admission.core.allocator.search import NodeSearch, SearchBudgetExceeded
+from admission.core.allocator.search import NodeSearch, SearchBudgetExceeded, missing_class
 from admission.core.allocator.selectors import SelectorEvaluator
 from admission.core.allocator.usage import Usage
 from admission.core.errors import InvalidInput
 from admission.core.features import FeatureGates
-from admission.core.models.device_taint_rule import DeviceTaintRule, apply_taint_rules
 from admission.core.models import (
     AllocationResult,
     DeviceClass,
@@ -26,6 +25,7 @@ from admission.core.models import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from admission.core.models.device_taint_rule import DeviceTaintRule, apply_taint_rules
 from admission.core.nodefit import NodeFitIndex
 
 # About 10 s of scheduler search time in upstream terms; beyond it the answer is "gave up".
@@ -47,7 +47,8 @@ class Outcome:
     status: Status
     allocations: Mapping[str, AllocationResult] = field(default_factory=dict)
     message: str | None = None
-    # Set when the answer is UNFIT because a DeviceClass is missing (the scheduler: Unschedulable).
+    # Set with ERROR when a request names a DeviceClass that does not exist: upstream's allocator fails
+    # with an error naming it, and the scheduler reports the pod Unschedulable on every node.
     missing_class: str | None = None
     # Set when the search gave up (as the scheduler's filter timeout would).
     gave_up: bool = False
@@ -134,6 +135,11 @@ class Allocator:
         """
         target = self.snapshot.node(node) if isinstance(node, str) else node
         pending = _unique_unallocated(claims)
+        missing = missing_class(pending, self.snapshot.inventory.classes)
+        if missing is not None:  # the scheduler checks classes first, before any node
+            where, name = missing
+            return Outcome(target.name, Status.ERROR, missing_class=name, message=f"{where}: could not retrieve "
+                           f"device class {name}: device class {name} does not exist")
         for claim in claims:
             selector = claim.allocation.node_selector if claim.allocation else None
             if selector is not None and not selector.matches(target.labels, target.name):
@@ -143,13 +149,10 @@ class Allocator:
             return Outcome(target.name, Status.ALLOCATED)
         search = self.search(target, usage)
         try:
-            if self.gates.minor <= 34:
-                _fail_on_invalid_pools(search.view)
             search.prepare(pending)
             found = search.run()
         except MissingDeviceClass as err:
-            return Outcome(target.name, Status.UNFIT, message=f"device class {err.class_name} does not exist",
-                           missing_class=err.class_name)
+            return Outcome(target.name, Status.ERROR, message=str(err), missing_class=err.class_name)
         except AllocationError as err:
             return Outcome(target.name, Status.ERROR, message=str(err))
         except SearchBudgetExceeded:
@@ -176,10 +179,3 @@ def _unique_unallocated(claims: Sequence[ResourceClaim]) -> list[ResourceClaim]:
             seen.add(claim.key)
             pending.append(claim)
     return pending
-
-
-def _fail_on_invalid_pools(view: NodeView) -> None:
-    # 1.34 turned an invalid pool into a hard error instead of skipping it.
-    for pool in view.pools:
-        if pool.invalid is not None:
-            raise AllocationError(f"pool {pool.name} is invalid: {pool.invalid}")

@@ -24,7 +24,7 @@ def _as_set(value: AttributeValue) -> frozenset[Hashable]:
 class ConstraintTracker:
     """State of one constraint during a search; `add` and `remove` must be called symmetrically."""
 
-    __slots__ = ("_distinct", "_matched", "as_sets", "attribute", "constraint", "distinct_ignored",
+    __slots__ = ("_distinct", "_matched", "as_sets", "attribute", "constraint", "distinct_by_device",
                  "is_match", "requests")
 
     def __init__(self, constraint: DeviceConstraint, gates: FeatureGates) -> None:
@@ -33,8 +33,9 @@ class ConstraintTracker:
         self.is_match = constraint.match_attribute is not None
         self.attribute = constraint.match_attribute or constraint.distinct_attribute or ""
         self.as_sets = gates.list_type_attributes
-        # In 1.34.9 different devices never compared equal, so distinctAttribute had no effect.
-        self.distinct_ignored = gates.minor <= 34
+        # 1.34 compared where the values are stored, not what they are: only a device's own value
+        # equals itself, so distinctAttribute only kept a shared device from being picked twice.
+        self.distinct_by_device = gates.minor <= 34
         self._matched: list[Hashable] = []
         self._distinct: dict[str, AttributeValue] = {}
 
@@ -47,6 +48,8 @@ class ConstraintTracker:
             return False
         if self.is_match:
             return self._add_match(value)
+        if self.distinct_by_device:
+            return self._add_distinct(request, device.id)
         return self._add_distinct(request, value)
 
     def remove(self, request: str) -> None:
@@ -74,10 +77,9 @@ class ConstraintTracker:
         return True
 
     def _add_distinct(self, request: str, value: AttributeValue) -> bool:
-        if not self.distinct_ignored:
-            for other in self._distinct.values():
-                if self._equal(value, other):
-                    return False
+        for other in self._distinct.values():
+            if self._equal(value, other):
+                return False
         # Remembered per request name (upstream quirk): a later device of the same request
         # overwrites the value, and removing a device forgets the request's value.
         self._distinct[request] = value

@@ -74,11 +74,11 @@ class SnapshotIndex:
                 self._local[item.node_name].append(item)
             else:
                 self._shared.append(item)
-        self._views: dict[tuple[str, bool, int], NodeView] = {}
+        self._views: dict[tuple[str, bool, int, bool], NodeView] = {}
         self._devices: dict[tuple[str, int], dict[str, Device]] = {}
 
     def node_view(self, node: Node, gates: FeatureGates) -> NodeView:
-        key = (node.name, gates.partitionable_devices, gates.minor)
+        key = (node.name, gates.partitionable_devices, gates.minor, _binding_slices_last(gates))
         view = self._views.get(key)
         if view is None or view.node is not node:
             view = self._build_view(node, gates)
@@ -115,30 +115,55 @@ class SnapshotIndex:
                    gates: FeatureGates) -> PoolView | None:
         generation = max(s.pool_generation for s in relevant)
         kept = sorted((s for s in relevant if s.pool_generation == generation), key=lambda s: s.name)
+        if _binding_slices_last(gates):
+            kept.sort(key=lambda s: any(d.binding_conditions for d in s.devices))
+        devices = tuple(d for s in kept for d in s.devices if _device_selects(d, s, node))
+        has_binding = any(d.binding_conditions for d in devices)
+        driver, name = pool_id
+        if gates.minor <= 34:
+            # 1.34 looked only at the slices relevant for the node: a pool is incomplete when fewer of
+            # them than announced are there (its devices are still used), and invalid when a device
+            # name repeats among them. Counter sets belong to single slices then, not to the pool.
+            incomplete = len(kept) != kept[0].resource_slice_count
+            invalid = _duplicate_device(kept)
+            return PoolView(driver, name, generation, devices, incomplete=incomplete, invalid=invalid,
+                            usable=invalid is None, has_binding_conditions=has_binding)
         everywhere = self.slices_by_pool[pool_id]
         same_generation = [s for s in everywhere if s.pool_generation == generation]
-        incomplete = False
+        checked = kept
         if len(kept) != kept[0].resource_slice_count:
             if any(s.pool_generation > generation for s in everywhere):
                 return None  # being replaced by a newer generation: dropped silently
-            incomplete = len(same_generation) != kept[0].resource_slice_count
-        devices = tuple(d for s in kept for d in s.devices if _device_selects(d, s, node))
-        counter_sets = {cs.name: cs.counters for s in same_generation for cs in s.shared_counters}
-        has_binding = any(d.binding_conditions for d in devices)
-        driver, name = pool_id
-        if incomplete and gates.minor >= 35:
-            return PoolView(driver, name, generation, devices, incomplete=True, usable=False,
-                            has_binding_conditions=has_binding)
-        invalid = _pool_problem(same_generation, gates)
-        return PoolView(driver, name, generation, devices, incomplete=incomplete, invalid=invalid,
-                        usable=invalid is None, counter_sets=counter_sets, has_binding_conditions=has_binding)
+            if len(same_generation) != kept[0].resource_slice_count:
+                return PoolView(driver, name, generation, devices, incomplete=True, usable=False,
+                                has_binding_conditions=has_binding)
+            checked = same_generation  # complete only with slices for other nodes: those are checked too
+        counter_sets = {cs.name: cs.counters for s in kept for cs in s.shared_counters}
+        invalid = _duplicate_device(kept) or _counter_problem(kept, checked, gates)
+        return PoolView(driver, name, generation, devices, invalid=invalid, usable=invalid is None,
+                        counter_sets=counter_sets, has_binding_conditions=has_binding)
+
+
+def _binding_slices_last(gates: FeatureGates) -> bool:
+    """Before 1.36 the allocator variant that knows binding conditions (picked when they, consumable
+    capacity or, in 1.34, either of the two gates behind binding is on) put slices with such devices
+    after the other slices of their pool."""
+    if gates.minor >= 36:
+        return False
+    if gates.consumable_capacity:
+        return True
+    if gates.minor <= 34:
+        return bool({"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"} & gates.enabled)
+    return gates.binding_conditions
 
 
 def _is_relevant(item: ResourceSlice, node: Node, gates: FeatureGates) -> bool:
-    if item.per_device_node_selection or item.shared_counters:
+    # Before 1.35 counter sets sat in device slices and were no reason to drop a slice.
+    counters_alone = bool(item.shared_counters) and gates.minor >= 35
+    if item.per_device_node_selection or counters_alone:
         if not gates.partitionable_devices:
             return False
-        if item.shared_counters and gates.minor >= 35:
+        if counters_alone:
             return True
         if item.per_device_node_selection:
             return any(_device_selects(d, item, node) for d in item.devices)
@@ -161,24 +186,28 @@ def _device_selects(device: Device, item: ResourceSlice, node: Node) -> bool:
     return device.node_selector is not None and device.node_selector.matches(node.labels, node.name)
 
 
-def _pool_problem(same_generation: list[ResourceSlice],
-                  gates: FeatureGates) -> str | None:
-    """Why a complete pool is invalid, or None."""
+def _duplicate_device(kept: list[ResourceSlice]) -> str | None:
+    """A device name that repeats among the slices the node sees (others are not checked upstream)."""
     seen: set[str] = set()
-    for item in same_generation:
+    for item in kept:
         for device in item.devices:
             if device.name in seen:
                 return f"duplicate device name {device.name}"
             seen.add(device.name)
+    return None
+
+
+def _counter_problem(kept: list[ResourceSlice], checked: list[ResourceSlice], gates: FeatureGates) -> str | None:
+    """Counter sets named twice, or devices (of `checked` slices) consuming counters nobody declares."""
     if not gates.partitionable_devices:
         return None
     sets: dict[str, Mapping[str, Quantity]] = {}
-    for item in same_generation:
+    for item in kept:
         for counter_set in item.shared_counters:
             if counter_set.name in sets:
                 return f"duplicate counter set name {counter_set.name}"
             sets[counter_set.name] = counter_set.counters
-    for item in same_generation:
+    for item in checked:
         for device in item.devices:
             for use in device.consumes_counters:
                 declared = sets.get(use.counter_set)

@@ -8,14 +8,14 @@ own bookkeeping and is undone on backtracking.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from admission.core.allocator.capacity import Consumption, consumption, fits
 from admission.core.allocator.constraints import ConstraintTracker
 from admission.core.allocator.errors import AllocationError, MissingDeviceClass
-from admission.core.allocator.inventory import NodeView, PoolView, SnapshotIndex
+from admission.core.allocator.inventory import NodeView, SnapshotIndex
 from admission.core.allocator.selectors import SelectorEvaluator
 from admission.core.allocator.usage import Usage
 from admission.core.features import FeatureGates
@@ -42,6 +42,12 @@ PARTITIONS_OFF = "consumes counters, but DRAPartitionableDevices is off"
 
 class SearchBudgetExceeded(Exception):
     """The search tried more devices than allowed (as the scheduler's filter timeout would)."""
+
+
+# What one step of the search comes back with. EXCEEDED is upstream's "allocation result limit
+# reached": it unwinds the claim's earlier device choices at once (they cannot change the count),
+# up to the nearest `firstAvailable` request, which then tries its next subrequest.
+FAILED, FOUND, EXCEEDED = 0, 1, 2
 
 
 @dataclass(slots=True)
@@ -82,6 +88,27 @@ class ClaimPlan:
     devices: dict[str, int] = field(default_factory=dict)  # device id -> times picked in this claim
 
 
+def missing_class(claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass]) -> tuple[str, str] | None:
+    """The first (request, class) naming a DeviceClass that does not exist, over every request and
+    `firstAvailable` subrequest of the claims; the scheduler checks this before anything else."""
+    for claim in claims:
+        for request in claim.spec.requests:
+            for selection in request.alternatives:
+                name = selection.device_class_name
+                if name and name not in classes:
+                    where = request.name if request.exactly is not None else f"{request.name}/{selection.name}"
+                    return f"claim {claim.key}, request {where}", name
+    return None
+
+
+def permuting_release(gates: FeatureGates) -> bool:
+    """Whether the scheduler's allocator tries permutations of devices rather than combinations: every
+    variant of 1.34 and 1.35, and 1.36's "stable" one (picked when no newer feature is on)."""
+    if gates.minor <= 35:
+        return True
+    return not (gates.consumable_capacity or gates.binding_conditions or gates.list_type_attributes)
+
+
 class NodeSearch:
     def __init__(self, inventory: SnapshotIndex, view: NodeView, usage: Usage, gates: FeatureGates,
                  selectors: SelectorEvaluator, budget: int | None = None) -> None:
@@ -92,10 +119,14 @@ class NodeSearch:
         self.selectors = selectors
         self.budget = budget
         self.steps = 0
-        self.picked: set[str] = set()
-        self.shared_in_search: dict[str, int] = defaultdict(int)
-        self.consumed_in_search: dict[str, Consumption] = {}
+        # Devices picked in this search (not shared ones) -> how many claims hold them; an
+        # admin-access pick counts too: the scheduler does not give it to a normal request.
+        self.picked: dict[str, int] = {}
+        # Capacity taken from shared devices in this search, kept as upstream keeps it: an entry
+        # exists once a share was taken and goes away when every amount is back to zero.
+        self.capacity_in_search: dict[str, Consumption] = {}
         self.counters_in_search: dict[str, dict[CounterKey, Fraction]] = defaultdict(dict)
+        self._declared_counters: dict[str, dict[CounterKey, Fraction]] = {}
         self._cluster_counters: dict[str, dict[CounterKey, Fraction]] = {}
         self._overconsumed: dict[str, bool] = {}
         self.plans: list[ClaimPlan] = []
@@ -104,12 +135,50 @@ class NodeSearch:
         self.binding_gate = gates.binding_conditions
         self.taints_gate = gates.device_taints
         self.partitions_gate = gates.partitionable_devices
+        # 1.34 kept counter sets per ResourceSlice (beside the devices that use them); later per pool.
+        self.counters_per_slice = gates.minor <= 34
+        # 1.34 knew no taint effect that does not block.
+        self.every_taint_blocks = gates.minor <= 34
+        self.permute = False
+        # 1.34 charged a shared device's counters for every share; later releases only for the first.
+        self.shared_counters_once = gates.minor >= 35
+        self.capacity_slot_quirk = gates.minor <= 34
+        # Permuting releases may pick a shared device again for the next slot of the same request;
+        # 1.36's combinations go on after it. (Combinations that repeat a shared device find what
+        # the permutations find first, where the order does not matter.)
+        self.shares_repeat = permuting_release(gates)
+        # 1.34 failed the whole attempt when its device loop reached an invalid pool (later releases
+        # skip such pools): the position in the device order where that happens, if any.
+        self.invalid_barrier: int | None = None
+        self.invalid_pool = ""
+        if gates.minor <= 34:
+            before = 0
+            for pool in view.pools:
+                if pool.invalid is not None:
+                    self.invalid_barrier = before
+                    self.invalid_pool = f"pool {pool.name} is invalid: {pool.invalid}"
+                    break
+                if pool.usable:
+                    before += len(pool.devices)
 
     # ----- pre-checks -------------------------------------------------------------------------
 
     def prepare(self, claims: Sequence[ResourceClaim]) -> None:
         """Section 4, in claim and request order; raises AllocationError for unusable requests."""
         self.plans = [self.plan_claim(claim) for claim in claims]
+        self.permute = permuting_release(self.gates) and self._order_matters()
+
+    def _order_matters(self) -> bool:
+        """Whether the order in which devices are tried can change the answer, not only which devices
+        are picked: a distinctAttribute constraint remembers the last value per request, counters
+        taken by a device that is then refused stay taken for the rest of the search, 1.34 fails on an
+        invalid pool when its loop gets there and checks capacity by slot position. Elsewhere the
+        first combination found is the first permutation's set."""
+        if any(not t.is_match for plan in self.plans for t in plan.constraints):
+            return True
+        if self.invalid_barrier is not None or (self.capacity_slot_quirk and self.consumable_gate):
+            return True
+        return self.partitions_gate and any(d.consumes_counters for d in self.view.devices)
 
     def plan_claim(self, claim: ResourceClaim) -> ClaimPlan:
         owner = f"claim {claim.key}"
@@ -132,9 +201,13 @@ class NodeSearch:
         if minimum > MAX_RESULTS_PER_CLAIM:
             raise AllocationError(f"{owner}: number of requested devices {minimum} exceeds the claim limit "
                                   f"of {MAX_RESULTS_PER_CLAIM}")
-        for constraint in claim.spec.constraints:
-            if constraint.match_attribute is None and constraint.distinct_attribute is None:
-                raise AllocationError(f"{owner}: empty constraint (unsupported constraint type?)")
+        for index, constraint in enumerate(claim.spec.constraints):
+            # distinctAttribute exists only in the allocator variants that do consumable capacity; the
+            # others (and the API server, which drops the field) see an empty constraint.
+            distinct = constraint.distinct_attribute is not None and self.gates.consumable_capacity
+            if constraint.match_attribute is None and not distinct:
+                raise AllocationError(f"{owner}, constraint #{index}: empty constraint (unsupported "
+                                      "constraint type?)")
         return ClaimPlan(claim, owner, requests, trackers)
 
     def _alternative(self, owner: str, where: str, request: str, result_name: str,
@@ -154,7 +227,8 @@ class NodeSearch:
         device_class = self.inventory.classes.get(selection.device_class_name)
         if device_class is None:
             name = selection.device_class_name
-            raise MissingDeviceClass(f"{where}: could not retrieve device class {name}", name)
+            raise MissingDeviceClass(f"{where}: could not retrieve device class {name}: device class {name} "
+                                     "does not exist", name)
         alternative = Alternative(
             request=request, result_name=result_name, selection=selection, device_class=device_class,
             admin=bool(selection.admin_access), class_owner=f"class {device_class.name}",
@@ -176,15 +250,9 @@ class NodeSearch:
             if pool.invalid is not None:
                 raise AllocationError(f"{where}: asks for all devices, but resource pool {pool.id} "
                                       "is currently invalid")
-        # From 1.35 on, devices whose remaining capacity cannot serve the request are left out;
-        # 1.34 listed them and then failed to take them.
-        check_capacity = self.gates.minor >= 35
-        chosen = []
-        for device in self.view.devices:
-            if self.selectable(owner, alternative, device) and (
-                    not check_capacity or self._capacity_admits(alternative, device)):
-                chosen.append(device)
-        return chosen
+        # Devices whose remaining capacity cannot serve the request are left out.
+        return [device for device in self.view.devices
+                if self.selectable(owner, alternative, device) and self._capacity_admits(alternative, device)]
 
     # ----- selection and availability ---------------------------------------------------------
 
@@ -196,10 +264,10 @@ class NodeSearch:
                                       alternative.device_class.selectors, owner, alternative.selection.selectors,
                                       device)
 
-    def _capacity_admits(self, alternative: Alternative, device: Device) -> bool:
-        if not self.gates.consumable_capacity:
+    def _capacity_admits(self, alternative: Alternative, device: Device, uniform: bool = False) -> bool:
+        if not self.consumable_gate:
             return True
-        multi = device.allow_multiple_allocations
+        multi = device.allow_multiple_allocations or uniform
         requests = alternative.selection.capacity_requests
         if not requests and not multi:
             return True
@@ -209,55 +277,102 @@ class NodeSearch:
         if not multi:
             return fits(device, amount)
         key = device.id
-        return fits(device, amount, self.usage.consumed.get(key), self.consumed_in_search.get(key))
+        return fits(device, amount, self.usage.consumed.get(key), self.capacity_in_search.get(key))
+
+    def in_use(self, plan: ClaimPlan, alternative: Alternative, device: Device) -> bool:
+        """Checked first, as it is cheap: taken in the cluster or by this search. An admin-access
+        request only avoids devices its own claim already has (shared devices never count)."""
+        device_id = device.id
+        if alternative.admin:
+            return device_id in plan.devices and not (self.consumable_gate and device.allow_multiple_allocations)
+        if self.consumable_gate and device.allow_multiple_allocations:
+            return device_id in self.usage.exclusive
+        return device_id in self.picked or self.usage.is_allocated(device_id)
 
     def blocker(self, plan: ClaimPlan, alternative: Alternative, device: Device) -> str | None:
         """Section 5.3 without constraints: why a selectable device cannot be taken now, or None."""
-        device_id = device.id
-        multi = self.consumable_gate and device.allow_multiple_allocations
-        if alternative.admin:
-            if device_id in plan.devices:
-                return IN_USE
-        elif multi:
-            if device_id in self.usage.exclusive:
-                return IN_USE
-        elif device_id in self.picked or self.usage.is_allocated(device_id):
+        if self.in_use(plan, alternative, device):
             return IN_USE
         if device.consumes_counters:
             if not self.partitions_gate:
                 return PARTITIONS_OFF
-            if not self._already_charged(device_id, multi) and not self._counters_fit(device):
+            multi = self.consumable_gate and device.allow_multiple_allocations
+            if not (multi and self.shared_counters_once and self._capacity_in_use(device.id)) \
+                    and not self._counters_fit(device):
                 return COUNTERS
-        if self.taints_gate and device.taints and not _tolerated(device, alternative.selection):
+        if self.taints_gate and device.taints and not _tolerated(device, alternative.selection,
+                                                                  self.every_taint_blocks):
             return TAINTED
         if self.consumable_gate and not self._capacity_admits(alternative, device):
             return CAPACITY
         return None
 
-    def _already_charged(self, device_id: str, multi: bool) -> bool:
-        # Counters of a shared device are charged once, by whichever allocation came first.
-        return multi and (device_id in self.usage.shared or device_id in self.shared_in_search)
+    def _capacity_in_use(self, device_id: str) -> bool:
+        """A shared device some capacity of which is taken (cluster or search): its counters were
+        charged when the first share was taken, and are not checked or charged again."""
+        return device_id in self.usage.consumed or device_id in self.capacity_in_search
 
-    def _counters_fit(self, device: Device) -> bool:
-        pool = self.view.pool_of[device.id]
-        declared = pool.counter_sets
-        cluster = self._cluster_usage(pool)
-        if self._pool_overconsumed(pool, cluster):
+    # ----- counters (partitionable devices) ---------------------------------------------------
+
+    def _counter_scope(self, device: Device) -> str:
+        if self.counters_per_slice:
+            return f"{device.driver}/{device.pool}/{device.slice_name}"
+        return self.view.pool_of[device.id].id
+
+    def _counters_fit(self, device: Device, scope: str | None = None) -> bool:
+        scope = scope or self._counter_scope(device)
+        declared = self._declared(scope, device)
+        cluster = self._cluster_usage(scope, device)
+        if self._scope_overconsumed(scope, declared, cluster):
             return False
-        search = self.counters_in_search.get(pool.id, {})
+        search = self.counters_in_search.get(scope, {})
+        zero = Fraction(0)
         for use in device.consumes_counters:
-            available = declared.get(use.counter_set, {})
             for counter, amount in use.counters.items():
                 key = (use.counter_set, counter)
-                limit = available.get(counter)
+                limit = declared.get(key)
                 if limit is None:
+                    if self.counters_per_slice:
+                        continue  # 1.34 checked only the counters its slice declares
                     return False
-                total = cluster.get(key, Fraction(0)) + search.get(key, Fraction(0)) + amount.value
-                if total > limit.value:
+                if cluster.get(key, zero) + search.get(key, zero) + amount.value > limit:
                     return False
         return True
 
-    def _pool_overconsumed(self, pool: PoolView, cluster: dict[CounterKey, Fraction]) -> bool:
+    def _reserve_counters(self, device: Device) -> dict[CounterKey, Fraction] | None:
+        """Take the device's counters for this search if they fit; None if they do not."""
+        scope = self._counter_scope(device)
+        if not self._counters_fit(device, scope):
+            return None
+        charged: dict[CounterKey, Fraction] = {}
+        totals = self.counters_in_search[scope]
+        for use in device.consumes_counters:
+            for counter, amount in use.counters.items():
+                key = (use.counter_set, counter)
+                charged[key] = charged.get(key, Fraction(0)) + amount.value
+                totals[key] = totals.get(key, Fraction(0)) + amount.value
+        return charged
+
+    def _release_counters(self, device: Device, charged: dict[CounterKey, Fraction]) -> None:
+        totals = self.counters_in_search[self._counter_scope(device)]
+        for key, value in charged.items():
+            totals[key] -= value
+
+    def _declared(self, scope: str, device: Device) -> dict[CounterKey, Fraction]:
+        found = self._declared_counters.get(scope)
+        if found is None:
+            if self.counters_per_slice:
+                item = self.inventory.slice_of[(device.driver, device.pool, device.slice_name)]
+                sets = {cs.name: cs.counters for cs in item.shared_counters}
+            else:
+                sets = dict(self.view.pool_of[device.id].counter_sets)
+            found = {(name, counter): limit.value for name, counters in sets.items()
+                     for counter, limit in counters.items()}
+            self._declared_counters[scope] = found
+        return found
+
+    def _scope_overconsumed(self, scope: str, declared: dict[CounterKey, Fraction],
+                            cluster: dict[CounterKey, Fraction]) -> bool:
         """Whether allocations in the cluster already exceed some counter of the pool.
 
         The scheduler checks every counter set of the pool, not only the ones the device consumes, so
@@ -265,21 +380,29 @@ class NodeSearch:
         counter-consuming device of the pool usable. Counters taken during this search never exceed
         their limit, so only the cluster's allocations can cause it.
         """
-        cached = self._overconsumed.get(pool.id)
+        cached = self._overconsumed.get(scope)
         if cached is None:
-            cached = any(cluster.get((name, counter), Fraction(0)) > limit.value
-                         for name, counters in pool.counter_sets.items() for counter, limit in counters.items())
-            self._overconsumed[pool.id] = cached
+            cached = any(cluster.get(key, Fraction(0)) > limit for key, limit in declared.items())
+            self._overconsumed[scope] = cached
         return cached
 
-    def _cluster_usage(self, pool: PoolView) -> dict[CounterKey, Fraction]:
-        cached = self._cluster_counters.get(pool.id)
+    def _cluster_usage(self, scope: str, device: Device) -> dict[CounterKey, Fraction]:
+        cached = self._cluster_counters.get(scope)
         if cached is not None:
             return cached
         totals: dict[CounterKey, Fraction] = {}
-        names = self.usage.by_pool.get(pool.id, ())
+        names = list(self.usage.by_pool.get(f"{device.driver}/{device.pool}", ()))
         if names:
-            devices = self.inventory.pool_devices((pool.driver, pool.name), pool.generation)
+            if self.counters_per_slice:
+                item = self.inventory.slice_of[(device.driver, device.pool, device.slice_name)]
+                devices: Mapping[str, Device] = {d.name: d for d in item.devices}
+            else:
+                pool = self.view.pool_of[device.id]
+                devices = self.inventory.pool_devices((pool.driver, pool.name), pool.generation)
+            if self.gates.minor <= 35:
+                # Before 1.36 only devices allocated exclusively (not shares) counted against the counters.
+                exclusive = self.usage.exclusive
+                names = [n for n in names if f"{device.driver}/{device.pool}/{n}" in exclusive]
             for name in names:
                 allocated = devices.get(name)
                 if allocated is None:
@@ -288,58 +411,83 @@ class NodeSearch:
                     for counter, amount in use.counters.items():
                         key = (use.counter_set, counter)
                         totals[key] = totals.get(key, Fraction(0)) + amount.value
-        self._cluster_counters[pool.id] = totals
+        self._cluster_counters[scope] = totals
         return totals
 
     # ----- taking and releasing devices -------------------------------------------------------
 
-    def take(self, plan: ClaimPlan, alternative: Alternative, device: Device, *,
+    def take(self, plan: ClaimPlan, alternative: Alternative, device: Device, *, slot: int = 0,
              strict: bool = False) -> Pick | None:
         """Record the device for the alternative if it can be taken; None if not.
 
-        With `strict` (allocation mode All) a constraint violation is an error, not a failure.
+        The checks run in the scheduler's order. Counters are taken before the taint and constraint
+        checks and, as upstream does, stay taken when one of those refuses the device. With
+        `strict` (allocation mode All) a constraint violation is an error, not a failure. `slot` is
+        the device's position within its request (1.34 looked at it, see `_capacity_refuses`).
         """
         if self.budget is not None:
             self.steps += 1
             if self.steps > self.budget:
                 raise SearchBudgetExceeded
-        if self.blocker(plan, alternative, device) is not None:
+        if self.in_use(plan, alternative, device):
+            return None
+        multi = self.consumable_gate and device.allow_multiple_allocations
+        charged = None
+        if device.consumes_counters:
+            if not self.partitions_gate:
+                return None
+            if not (multi and self.shared_counters_once and self._capacity_in_use(device.id)):
+                charged = self._reserve_counters(device)
+                if charged is None:
+                    return None
+        if self.taints_gate and device.taints and not _tolerated(device, alternative.selection,
+                                                                  self.every_taint_blocks):
             return None
         for added, tracker in enumerate(alternative.constraints):
             if not tracker.add(alternative.request, device):
-                for undo in alternative.constraints[:added]:
-                    undo.remove(alternative.request)
                 if strict:
                     raise AllocationError(f"{plan.owner}, request {alternative.result_name}: cannot add "
                                           f"device {device.id} because a claim constraint would not be "
                                           "satisfied")
+                for undo in alternative.constraints[:added]:
+                    undo.remove(alternative.request)
                 return None
-        return self._record(plan, alternative, device)
+        if self.consumable_gate and self._capacity_refuses(alternative, device, slot, strict):
+            # Upstream has marked the device as being allocated by now and does not undo that, nor the
+            # constraints or counters: they stay so for the rest of the search.
+            if not multi:
+                self.picked[device.id] = self.picked.get(device.id, 0) + 1
+                plan.devices[device.id] = plan.devices.get(device.id, 0) + 1
+            return None
+        return self._record(plan, alternative, device, multi, charged)
 
-    def _record(self, plan: ClaimPlan, alternative: Alternative, device: Device) -> Pick:
+    def _capacity_refuses(self, alternative: Alternative, device: Device, slot: int, strict: bool) -> bool:
+        """The capacity check made after the constraints. The device loop checks capacity before taking
+        a device, so from 1.35 on this can only refuse in mode All. 1.34 checked here the device at the
+        slot's position in the device's slice instead of the device itself."""
+        if not self.capacity_slot_quirk:
+            return strict and not self._capacity_admits(alternative, device)
+        devices = self.inventory.slice_of[(device.driver, device.pool, device.slice_name)].devices
+        if slot >= len(devices):
+            raise AllocationError(f"{alternative.result_name}: the scheduler's allocator fails on device "
+                                  f"{device.id} (index {slot} out of range of its slice)")
+        return not self._capacity_admits(alternative, devices[slot], uniform=True)
+
+    def _record(self, plan: ClaimPlan, alternative: Alternative, device: Device, multi: bool,
+                charged: dict[CounterKey, Fraction] | None) -> Pick:
         device_id = device.id
-        multi = self.consumable_gate and device.allow_multiple_allocations
-        pick = Pick(alternative, device, shared=multi)
-        if device.consumes_counters and not self._already_charged(device_id, multi) and not alternative.admin:
-            pool_id = self.view.pool_of[device_id].id
-            charged: dict[CounterKey, Fraction] = {}
-            totals = self.counters_in_search[pool_id]
-            for use in device.consumes_counters:
-                for counter, amount in use.counters.items():
-                    key = (use.counter_set, counter)
-                    charged[key] = charged.get(key, Fraction(0)) + amount.value
-                    totals[key] = totals.get(key, Fraction(0)) + amount.value
-            pick.counters = charged
+        pick = Pick(alternative, device, shared=multi, counters=charged)
         if multi:
             taken = consumption(device, alternative.selection.capacity_requests) or {}
             pick.consumed = taken
-            mine = self.consumed_in_search.setdefault(device_id, {})
-            for name, value in taken.items():
-                mine[name] = mine.get(name, Fraction(0)) + value
-            if not alternative.admin:
-                self.shared_in_search[device_id] += 1
-        elif not alternative.admin:
-            self.picked.add(device_id)
+            mine = self.capacity_in_search.get(device_id)
+            if mine is None:
+                self.capacity_in_search[device_id] = dict(taken)
+            else:
+                for name, value in taken.items():
+                    mine[name] = mine.get(name, Fraction(0)) + value
+        else:
+            self.picked[device_id] = self.picked.get(device_id, 0) + 1
         plan.devices[device_id] = plan.devices.get(device_id, 0) + 1
         plan.picks.append(pick)
         return pick
@@ -353,117 +501,152 @@ class NodeSearch:
             plan.devices[device_id] = left
         else:
             del plan.devices[device_id]
-        if pick.shared:
-            mine = self.consumed_in_search[device_id]
-            for name, value in (pick.consumed or {}).items():
-                mine[name] -= value
-            if not alternative.admin:
-                self.shared_in_search[device_id] -= 1
-                if not self.shared_in_search[device_id]:
-                    del self.shared_in_search[device_id]
-        elif not alternative.admin:
-            self.picked.discard(device_id)
-        if pick.counters:
-            totals = self.counters_in_search[self.view.pool_of[device_id].id]
-            for key, value in pick.counters.items():
-                totals[key] -= value
         for tracker in reversed(alternative.constraints):
             tracker.remove(alternative.request)
+        if pick.shared:
+            # Upstream gives back a share's capacity only when it consumed some, and never the
+            # counters a shared device took when its first share was picked.
+            mine = self.capacity_in_search.get(device_id)
+            if pick.consumed and mine is not None:
+                for name, value in pick.consumed.items():
+                    if name in mine:
+                        mine[name] -= value
+                if not any(mine.values()):
+                    del self.capacity_in_search[device_id]
+            return
+        held = self.picked[device_id] - 1
+        if held:
+            self.picked[device_id] = held
+        else:
+            del self.picked[device_id]
+        if pick.counters:
+            self._release_counters(pick.device, pick.counters)
 
     # ----- the search -------------------------------------------------------------------------
 
     def run(self) -> bool:
         """Depth-first first fit over claims, requests and device slots (section 6)."""
-        return self._claim(0)
+        found = self._claim(0)
+        if found == EXCEEDED:
+            # Only the first claim can get here (later ones stop at their claim's boundary), and the
+            # pre-checks make it unreachable in practice; upstream reports it as an error.
+            raise AllocationError("allocation max size exceeded")
+        return found == FOUND
 
-    def _claim(self, index: int) -> bool:
+    def _claim(self, index: int) -> int:
         if index == len(self.plans):
-            return True
-        return self._request(index, 0)
+            return FOUND
+        found = self._request(index, 0)
+        # A limit reached in this claim says nothing about the previous claim's choices.
+        return FAILED if found == EXCEEDED and index > 0 else found
 
-    def _request(self, claim_index: int, request_index: int) -> bool:
+    def _request(self, claim_index: int, request_index: int) -> int:
         plan = self.plans[claim_index]
         if request_index == len(plan.requests):
             return self._claim(claim_index + 1)
         alternatives = plan.requests[request_index]
+        all_exceeded = True
         for position, alternative in enumerate(alternatives):
-            if len(plan.picks) + alternative.count > MAX_RESULTS_PER_CLAIM:
-                continue
             if alternative.all_devices is not None and position > 0 and self.gates.minor <= 35:
-                if self._take_all_then_first_alternative(claim_index, request_index, alternative, alternatives[0]):
-                    return True
+                found = self._take_all_then_first_alternative(claim_index, request_index, alternative,
+                                                              alternatives[0])
             elif alternative.all_devices is not None:
-                if self._take_all(claim_index, request_index, alternative):
-                    return True
-            elif self._slot(claim_index, request_index, alternative, 0, 0):
-                return True
-        return False
+                found = self._take_all(claim_index, request_index, alternative)
+            else:
+                found = self._slot(claim_index, request_index, alternative, 0, 0)
+            if found == FOUND:
+                return FOUND
+            if found == FAILED:
+                all_exceeded = False
+        return EXCEEDED if all_exceeded else FAILED
 
     def _take_all_then_first_alternative(self, claim_index: int, request_index: int, alternative: Alternative,
-                                         first: Alternative) -> bool:
+                                         first: Alternative) -> int:
         """Kubernetes 1.34 and 1.35: an `All` subrequest other than the first takes its first device, then
         the upstream search goes on with the *first* subrequest's data from device slot 1 (its recursion
         drops the subrequest index; fixed in 1.36). Reproduced because those schedulers answer that way."""
         plan = self.plans[claim_index]
         devices = alternative.all_devices or []
         if not devices:
-            return False
+            return FAILED
+        if len(plan.picks) + len(devices) > MAX_RESULTS_PER_CLAIM:
+            return EXCEEDED
         pick = self.take(plan, alternative, devices[0], strict=True)
         if pick is None:
-            return False
+            return FAILED
         if first.all_devices is not None:
-            done = self._take_all(claim_index, request_index, first, start=1)
+            found = self._take_all(claim_index, request_index, first, start=1)
         else:
-            done = self._slot(claim_index, request_index, first, 1, 0)
-        if done:
-            return True
-        self.release(plan, pick)
-        return False
+            found = self._slot(claim_index, request_index, first, 1, 0)
+        if found != FOUND:
+            self.release(plan, pick)
+        return found
 
-    def _take_all(self, claim_index: int, request_index: int, alternative: Alternative, start: int = 0) -> bool:
+    def _take_all(self, claim_index: int, request_index: int, alternative: Alternative, start: int = 0) -> int:
         plan = self.plans[claim_index]
         devices = alternative.all_devices or []
         if not devices:
-            return False
+            return FAILED  # at least one device is needed
+        if start >= len(devices):
+            return self._request(claim_index, request_index + 1)
+        if len(plan.picks) + len(devices) - start > MAX_RESULTS_PER_CLAIM:
+            return EXCEEDED
         taken: list[Pick] = []
-        for device in devices[start:]:
-            pick = self.take(plan, alternative, device, strict=True)
+        found = FAILED
+        for index in range(start, len(devices)):
+            pick = self.take(plan, alternative, devices[index], slot=index, strict=True)
             if pick is None:
                 break
             taken.append(pick)
         else:
-            if self._request(claim_index, request_index + 1):
-                return True
+            found = self._request(claim_index, request_index + 1)
+            if found == FOUND:
+                return FOUND
         for pick in reversed(taken):
             self.release(plan, pick)
-        return False
+        return found
 
     def _slot(self, claim_index: int, request_index: int, alternative: Alternative, slot: int,
-              start: int) -> bool:
-        if slot == alternative.count:
+              start: int) -> int:
+        count = alternative.count
+        if slot >= count:
             return self._request(claim_index, request_index + 1)
         plan = self.plans[claim_index]
+        if len(plan.picks) + count - slot > MAX_RESULTS_PER_CLAIM:
+            return EXCEEDED
         devices = self.view.devices
         owner = plan.owner
-        for position in range(start, len(devices)):
+        capacity = self.consumable_gate
+        # Combinations (1.36): the next slot starts after this device. Permutations (older
+        # releases): every slot starts at the beginning; only used where the order can change the
+        # answer (see _order_matters), else combinations that may repeat a shared device stand in.
+        barrier = self.invalid_barrier
+        for position in range(0 if self.permute else start, len(devices) if barrier is None else barrier):
             device = devices[position]
+            if self.in_use(plan, alternative, device):
+                continue
             if not self.selectable(owner, alternative, device):
                 continue
-            pick = self.take(plan, alternative, device)
+            if capacity and not self._capacity_admits(alternative, device):
+                continue
+            pick = self.take(plan, alternative, device, slot=slot)
             if pick is None:
                 continue
-            # Combinations, not permutations: the next slot starts after this device, or at it
-            # again when the device hands out shares.
-            following = position if pick.shared else position + 1
-            if self._slot(claim_index, request_index, alternative, slot + 1, following):
-                return True
+            found = self._slot(claim_index, request_index, alternative, slot + 1,
+                               position if pick.shared and self.shares_repeat else position + 1)
+            if found == FOUND:
+                return FOUND
             self.release(plan, pick)
-        return False
+            if found == EXCEEDED:
+                return EXCEEDED
+        if barrier is not None:
+            raise AllocationError(self.invalid_pool)
+        return FAILED
 
 
-def _tolerated(device: Device, selection: DeviceSelection) -> bool:
+def _tolerated(device: Device, selection: DeviceSelection, every_effect: bool = False) -> bool:
     for taint in device.taints:
-        if taint.effect not in ("NoSchedule", "NoExecute"):
+        if not every_effect and taint.effect not in ("NoSchedule", "NoExecute"):
             continue
         if not any(_tolerates(t, taint.key, taint.value, taint.effect) for t in selection.tolerations):
             return False

@@ -56,6 +56,8 @@ class Usage:
         self.version += 1
         if gates.consumable_capacity and result.share_id:
             self.shared[device_id] += 1
+            if not result.consumed_capacity:
+                return  # a share that took no capacity (the scheduler then does not track the device)
             totals = self.consumed.setdefault(device_id, {})
             for name, amount in result.consumed_capacity.items():
                 key = qualified_name(name, result.driver)

@@ -68,9 +68,20 @@ def test_match_attribute_across_requests_backtracks_to_a_matching_pair() -> None
 def test_distinct_attribute_needs_different_values() -> None:
     devices = [device("gpu-0", {"numa": 0}), device("gpu-1", {"numa": 0}), device("gpu-2", {"numa": 1})]
     alloc = allocator(node("n1"), device_class(), resource_slice("n1", *devices, name="s"),
-                      claim("c", exactly(count=2), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]))
+                      claim("c", exactly(count=2), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]),
+                      gates=features.exactly("1.36", ["DRAConsumableCapacity"]))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert devices_of(outcome, "default/c") == {"gpu": [f"{DRIVER}/n1/gpu-0", f"{DRIVER}/n1/gpu-2"]}
+
+
+def test_distinct_attribute_is_an_empty_constraint_without_consumable_capacity() -> None:
+    # Only the allocator variants that do consumable capacity know distinctAttribute (the API server
+    # drops the field otherwise); the others see an empty constraint.
+    alloc = allocator(node("n1"), device_class(), gpus("n1", 2),
+                      claim("c", exactly(count=2), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]))
+    outcome = alloc.allocate("n1", claims_of(alloc, "c"))
+    assert outcome.status is Status.ERROR
+    assert "constraint #0: empty constraint" in (outcome.message or "")
 
 
 def test_first_available_takes_the_first_subrequest_that_completes_the_whole_search() -> None:
@@ -110,10 +121,22 @@ def test_admin_access_may_use_devices_in_use_but_needs_the_gate() -> None:
     assert off.allocate("n1", claims_of(off, "c")).status is Status.ERROR
 
 
-def test_missing_device_class_reads_as_does_not_fit() -> None:
+def test_missing_device_class_is_an_error_naming_the_class() -> None:
     alloc = allocator(node("n1"), gpus("n1", 1), claim("c", exactly(device_class="nope")))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
-    assert outcome.status is Status.UNFIT and outcome.missing_class == "nope"
+    assert outcome.status is Status.ERROR and outcome.missing_class == "nope"
+    assert "claim default/c, request gpu: could not retrieve device class nope" in (outcome.message or "")
+
+
+def test_missing_class_of_a_later_alternative_is_reported_before_anything_else() -> None:
+    # The scheduler checks every class of every pending claim first, also of alternatives that the
+    # search would never reach, and before a CEL error of another claim.
+    alloc = allocator(node("n1"), device_class(expression="device.nope("), gpus("n1", 1), claim("a"),
+                      claim("b", first_available("r", exactly("s0"), exactly("s1", device_class="nope"))),
+                      gates=features.exactly("1.36", ["DRAPrioritizedList"]))
+    outcome = alloc.allocate("n1", claims_of(alloc, "a", "b"))
+    assert outcome.status is Status.ERROR and outcome.missing_class == "nope"
+    assert "request r/s1: could not retrieve device class nope" in (outcome.message or "")
 
 
 def test_a_cel_compile_error_is_a_hard_error() -> None:
@@ -179,7 +202,7 @@ def test_search_budget_gives_up_instead_of_running_forever() -> None:
     devices = [device(f"gpu-{i}", {"numa": 0}) for i in range(20)]
     alloc = allocator(node("n1"), device_class(), resource_slice("n1", *devices, name="s"),
                       claim("c", exactly(count=3), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]),
-                      budget=50)
+                      gates=features.exactly("1.36", ["DRAConsumableCapacity"]), budget=50)
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.status is Status.UNFIT and outcome.gave_up
 
