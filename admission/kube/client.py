@@ -130,14 +130,21 @@ class KubeApi:
             headers["Content-Type"] = content_type
             data = json.dumps(body)
         timeout = aiohttp.ClientTimeout(total=self._timeout)
-        async with self._http().request(
-            method, self._credentials.host + path, data=data, params=params, headers=headers, timeout=timeout
-        ) as response:
-            text = await response.text()
-            if response.status >= 400:
-                raise KubeApiError(method, path, response.status, _status_message(text))
-            result = json.loads(text) if text else {}
-            return result if isinstance(result, dict) else {}
+        try:
+            async with self._http().request(
+                method, self._credentials.host + path, data=data, params=params, headers=headers, timeout=timeout
+            ) as response:
+                text = await response.text()
+        except aiohttp.ClientError as err:
+            if isinstance(err, OSError):
+                raise
+            # The server went away mid-request (restarted, connection reset): a connection error like the
+            # others, which callers retry, rather than an aiohttp type they do not expect.
+            raise ConnectionError(f"{method} {path}: {type(err).__name__}: {err}") from err
+        if response.status >= 400:
+            raise KubeApiError(method, path, response.status, _status_message(text))
+        result = json.loads(text) if text else {}
+        return result if isinstance(result, dict) else {}
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return await self.request("GET", path, params=params)

@@ -73,8 +73,9 @@ def say(capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> C
 
 
 @pytest.fixture(scope="module")
-def draq_kubeconfig(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """CRDs installed, and a kubeconfig for draq's ServiceAccount (bound to cluster-admin, as in the demo)."""
+def draq_kubeconfig(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """CRDs installed, and a kubeconfig for draq's ServiceAccount (bound to cluster-admin, as in the demo,
+    for this module only)."""
     control_plane.kubectl("apply", "-f", str(REPO / "crds"))
     control_plane.kubectl("wait", "--for=condition=Established", "crd/localqueues.draq.io", "crd/podgroups.draq.io",
                           "crd/clusterqueues.draq.io", "crd/quotaunits.draq.io", "--timeout=60s")
@@ -90,7 +91,8 @@ def draq_kubeconfig(control_plane: ControlPlane, tmp_path_factory: pytest.TempPa
     path = tmp_path_factory.mktemp("draq") / "draq.kubeconfig"
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
-    return path
+    yield path
+    control_plane.kubectl("delete", "clusterrolebinding/draq-e2e-chaos", "--ignore-not-found", check=False)
 
 
 @pytest.fixture
@@ -606,9 +608,11 @@ def test_admissions_resume_after_the_api_server_restarts(
         control_plane.restart("kube-apiserver", down_seconds=2.0, crash=True)
         back = time.monotonic()
         say(f"kube-apiserver down and back in {back - started:.1f}s")
+        refusals: list[str] = []
         for group, size in after.items():
-            until(f"{group} to be created (the API server and draq's webhook answer)",
-                  lambda g=group, n=size: create_quietly(api, namespace, g, n), timeout=60)
+            until(f"{group} to be created (the API server and draq's webhook answer): {refusals[-1:]}",
+                  lambda g=group, n=size: create_quietly(api, namespace, g, n, refusals), timeout=60)
+        assert draq.alive(), draq.tail()
         until("the groups made after the restart to be admitted",
               lambda: all(g in watcher.admissions for g in after), timeout=90, interval=0.5)
         resumed = min(watcher.admissions[g][1] for g in after)
@@ -689,7 +693,7 @@ def plain_pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
             "spec": {"containers": [{"name": "main", "image": "registry.example/app:1"}]}}
 
 
-def create_quietly(api: Any, namespace: str, group: str, size: int) -> bool:
+def create_quietly(api: Any, namespace: str, group: str, size: int, refusals: list[str]) -> bool:
     """Create a group's pods that are not there yet; False while the API server (or the webhook) refuses."""
     core = client.CoreV1Api(api)
     try:
@@ -698,7 +702,8 @@ def create_quietly(api: Any, namespace: str, group: str, size: int) -> bool:
         for i in range(size):
             if f"{group}-{i}" not in existing:
                 submit_one(api, namespace, group, size, i)
-    except Exception:
+    except Exception as err:
+        refusals.append(str(err)[:300])
         return False
     return True
 
