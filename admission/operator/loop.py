@@ -37,6 +37,7 @@ from admission.core.cycle import (
 )
 from admission.core.cycle.late import LATE_CONDITION, Extend, LateWait
 from admission.core.cycle.status import extended_status, late_admitted_event
+from admission.core.errors import DraqError
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
 from admission.core.quota import Amounts, Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
@@ -89,7 +90,8 @@ class Operator:
         try:
             while True:
                 if self.elector is not None:
-                    await self.elector.leading.wait()
+                    assert elector_task is not None
+                    await self._until_leading(elector_task)
                     if self.elector.term != term:
                         if not await self._begin_term():
                             await self.clock.sleep(1.0)
@@ -116,6 +118,20 @@ class Operator:
                     await asyncio.shield(self.elector.release())
             await self.cache.stop()
             await self.api.close()
+
+    async def _until_leading(self, elector_task: asyncio.Task[None]) -> None:
+        """Wait for a term; should the election itself fail, say so instead of waiting for ever."""
+        assert self.elector is not None
+        if self.elector.leading.is_set():
+            return
+        leading = asyncio.create_task(self.elector.leading.wait())
+        try:
+            await asyncio.wait({leading, elector_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            leading.cancel()
+        if elector_task.done():
+            elector_task.result()
+            raise DraqError("leader election stopped")
 
     async def _begin_term(self) -> bool:
         """A new term: forget what earlier terms believed they wrote and read the PodGroups afresh. The

@@ -156,3 +156,20 @@ def test_a_new_term_reads_the_pod_groups_afresh() -> None:
         await operator.cache.stop()
 
     run(go)
+
+
+def test_an_election_that_fails_ends_the_operator_instead_of_waiting_for_ever() -> None:
+    async def go() -> None:
+        api, clock = cluster(), FakeClock()
+        settings = OperatorSettings(kubernetes_version="1.35", lease_namespace="draq-system", identity="draq-0")
+        operator = Operator(settings, api=api, clock=clock)
+        assert operator.elector is not None
+
+        async def broken() -> None:
+            raise RuntimeError("the election has a bug")
+
+        operator.elector.step = broken  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError, match="has a bug"):
+            await asyncio.wait_for(operator.run(), 10)
+
+    run(go)
