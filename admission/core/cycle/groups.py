@@ -9,7 +9,7 @@ minimum, the priority and the recorded admission. Without one the minimum is the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.models import Pod
@@ -31,6 +31,7 @@ class GroupView:
     pods: tuple[Pod, ...]
     pod_group: PodGroup | None = None
     problem: str = ""  # a label a user must fix before the group can be considered
+    unreadable: str = ""  # why its PodGroup, which exists, does not parse (its record is unknown)
 
     @property
     def key(self) -> str:
@@ -55,11 +56,13 @@ def is_managed(pod: Pod) -> bool:
 
 
 def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
-                   created: Mapping[str, str] | None = None) -> tuple[GroupView, ...]:
+                   created: Mapping[str, str] | None = None,
+                   unreadable: Mapping[str, str] | None = None) -> tuple[GroupView, ...]:
     """Every group with at least one managed pod or a PodGroup object, sorted by key.
 
     `created` maps PodGroup keys to their creationTimestamp (FIFO order); without it, the earliest
-    member's creation time is used.
+    member's creation time is used. `unreadable` maps the keys of PodGroups that exist but do not parse
+    to why: their groups are kept out of admission (their record, maybe an admission, is unknown).
     """
     by_key: dict[str, list[Pod]] = {}
     for pod in pods:
@@ -69,7 +72,9 @@ def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
     groups = []
     for key in sorted(set(by_key) | set(objects)):
         members = tuple(sorted(by_key.get(key, ()), key=lambda p: p.name))
-        groups.append(_view(key, members, objects.get(key), (created or {}).get(key, "")))
+        view = _view(key, members, objects.get(key), (created or {}).get(key, ""))
+        broken = (unreadable or {}).get(key, "")
+        groups.append(replace(view, unreadable=broken) if broken else view)
     return tuple(groups)
 
 

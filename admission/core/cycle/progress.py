@@ -13,6 +13,7 @@ from admission.core.models import AllocationResult, ResourceClaim, ResourceClaim
 from admission.core.quota import (
     Admission,
     Amounts,
+    ChargeResult,
     ClusterQueue,
     CompiledUnit,
     GroupObjects,
@@ -27,6 +28,7 @@ from admission.core.quota import (
     reconcile,
     reconciliation_status,
 )
+from admission.core.quota.unreadable import Unreadable, with_unreadable
 
 
 def next_phase(group: GroupView) -> Phase | None:
@@ -48,8 +50,12 @@ def next_phase(group: GroupView) -> Phase | None:
     return None
 
 
-def rebuild_state(queues: Iterable[ClusterQueue], groups: Iterable[GroupView]) -> QueueState:
-    """The queue accounting as recorded in PodGroup status (reserved while Admitted, used once Running)."""
+def rebuild_state(queues: Iterable[ClusterQueue], groups: Iterable[GroupView],
+                  unreadable: Iterable[Unreadable] = ()) -> QueueState:
+    """The queue accounting as recorded in PodGroup status (reserved while Admitted, used once Running).
+
+    Where an object that does not parse may hold quota (`unreadable`), the usage is marked unknown.
+    """
     state = QueueState.empty(queues)
     for group in groups:
         pod_group = group.pod_group
@@ -58,7 +64,7 @@ def rebuild_state(queues: Iterable[ClusterQueue], groups: Iterable[GroupView]) -
         state = state.restore(Admission(group.key, pod_group.cluster_queue, pod_group.charge,
                                         f"{group.namespace}/{pod_group.queue}",
                                         bound=pod_group.phase is Phase.RUNNING))
-    return state
+    return with_unreadable(state, unreadable)
 
 
 def promised_devices(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim]) -> tuple[AllocationResult, ...]:
@@ -104,7 +110,8 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
 
     Only members that are still running count (a finished member's claims are released), and only
     once every one of their claims is allocated: while an allocation is still arriving the recorded
-    charge stands, so usage never dips below what the group will hold.
+    charge stands, so usage never dips below what the group will hold. Units not in `units` (deleted, or
+    invalid now) keep their recorded amounts: they cannot be computed, and are not dropped.
     """
     corrections = []
     for group in groups:
@@ -119,7 +126,15 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
                                      allocated_only=True)
         except Unchargeable:
             continue
+        allocated = _keeping_unusable(allocated, pod_group.charge, units)
         if allocated.unallocated or allocated.total == pod_group.charge:
             continue
         corrections.append(ChargeCorrection(group.key, allocated.total, reconcile(pod_group.charge, allocated)))
     return tuple(corrections)
+
+
+def _keeping_unusable(allocated: ChargeResult, recorded: Amounts, units: Sequence[CompiledUnit]) -> ChargeResult:
+    """`allocated` plus the recorded amounts of the units not in `units`, which cannot be computed now."""
+    usable = {unit.name for unit in units}
+    kept = Amounts.of((unit, amount) for unit, amount in recorded if unit not in usable)
+    return ChargeResult(allocated.total + kept, allocated.lines, allocated.unallocated)

@@ -5,12 +5,16 @@ not all bound, `used` afterwards; both count against quota. Within a cohort, eac
 unused nominal quota up to its `lendingLimit` (all of it when absent) and borrows at most
 `borrowingLimit` beyond its nominal (unlimited when absent), as Kueue defines them. A unit a queue
 has no quota for is not limited in that queue (its usage is still tracked).
+
+A queue's usage can be *unknown*: a record of an admission to it that cannot be read (a PodGroup whose
+status does not parse), or a queue of its cohort whose definition cannot be read. Nothing fits such a
+queue, nor any queue of its cohort (what the others may borrow depends on it), until it is known again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Literal, TypeVar
@@ -64,6 +68,8 @@ class QueueState:
     admissions: Mapping[str, Admission]
     used: Mapping[str, Amounts]
     reserved: Mapping[str, Amounts]
+    # Queue -> why its usage is unknown (see the module's docstring).
+    unknown: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
 
     @staticmethod
     def empty(queues: Iterable[ClusterQueue] = ()) -> QueueState:
@@ -102,9 +108,19 @@ class QueueState:
             available = min(available, quota.nominal.value + quota.borrowing_limit.value - usage)
         return available
 
+    def usage_unknown(self, queue: str) -> str:
+        """Why the usage of the queue, or of a queue of its cohort, is unknown ("" when it is known)."""
+        cohort = self.queues[queue].cohort if queue in self.queues else None
+        shared = {name for name, q in self.queues.items() if cohort is not None and q.cohort == cohort}
+        return "; ".join(why for name, why in sorted(self.unknown.items()) if name == queue or name in shared)
+
     def fits(self, queue: str, charge: Amounts) -> QuotaFit:
-        """Does `charge` fit in the queue now, borrowing from its cohort where allowed?"""
+        """Does `charge` fit in the queue now, borrowing from its cohort where allowed? Never while the
+        usage of the queue or its cohort is unknown."""
         cq = self.queue(queue)
+        unknown = self.usage_unknown(queue)
+        if unknown:
+            return QuotaFit(False, f"ClusterQueue {queue}: usage unknown: {unknown}")
         problems, short = [], []
         for unit, needed in charge:
             available = self.available(queue, unit)
@@ -151,6 +167,12 @@ class QueueState:
     def with_queues(self, queues: Iterable[ClusterQueue]) -> QueueState:
         """New queue definitions; admissions (and their usage) are kept, also for removed queues."""
         return replace(self, queues=_frozen({q.name: q for q in queues}))
+
+    def with_unknown_usage(self, queue: str, why: str) -> QueueState:
+        """The usage of `queue` is unknown from now on (a record of it cannot be read): `why` says which."""
+        unknown = dict(self.unknown)
+        unknown[queue] = f"{unknown[queue]}; {why}" if queue in unknown else why
+        return replace(self, unknown=_frozen(unknown))
 
     def admit(self, group: str, queue: str, charge: Amounts, local_queue: str = "") -> QueueState:
         """Reserve `charge` for `group`; refuses (AccountingError) when it does not fit."""
