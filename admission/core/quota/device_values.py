@@ -77,7 +77,7 @@ def device_value(unit: CompiledUnit, device: Device | None, selection: DeviceSel
     if device is None:
         raise Unchargeable(f"{spec.label} needs to look at the device, but it is not in any ResourceSlice",
                            permanent=False)
-    if unit.select is not None and not _run(spec, device, "selector", unit.select):
+    if not selects(unit, device):
         return Fraction(0)
     match spec.counting:
         case Counting.DEVICES:
@@ -89,6 +89,12 @@ def device_value(unit: CompiledUnit, device: Device | None, selection: DeviceSel
         case _:
             assert unit.weigh is not None
             return _weight(spec, device, _run(spec, device, "expression", unit.weigh))
+
+
+def selects(unit: CompiledUnit, device: Device) -> bool:
+    """Whether the unit's own selector (if any) takes the device; Unchargeable names the unit, the device and
+    the CEL error when it fails on it."""
+    return unit.select is None or _run(unit.unit, device, "selector", unit.select)
 
 
 def _run(unit: QuotaUnit, device: Device, what: str, program: Callable[[Device], T]) -> T:

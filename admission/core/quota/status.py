@@ -6,12 +6,13 @@ from collections.abc import Collection, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from admission.core.models import Device, DeviceSelection, Node, ResourceSlice
+from admission.core.errors import DraqError
+from admission.core.models import Device, DeviceClass, DeviceSelection, Node, ResourceSlice
 from admission.core.quantity import Quantity
 from admission.core.quota.accounting import QueueState
 from admission.core.quota.amounts import NONE, format_amount
 from admission.core.quota.charging import Inventory, SelectionFilter
-from admission.core.quota.device_values import CompiledUnit, device_value
+from admission.core.quota.device_values import CompiledUnit, device_value, selects
 from admission.core.quota.queues import ClusterQueue
 from admission.core.quota.units import Counting
 
@@ -60,8 +61,9 @@ def quota_unit_status(unit: CompiledUnit, inventory: Inventory, matches: Selecti
     total capacity in its own terms (devices, or the sum of their capacities, counters or weights; plus
     device-plugin resources in the nodes' allocatable and, for a core unit, the nodes' allocatable).
 
-    Raises DraqError when a class or unit selector, or the unit's valuation, fails on a device (the unit
-    is then not Ready).
+    Raises DraqError when the unit's selector or valuation fails on a device (the unit is then not Ready,
+    see `unit_problem`). A device a DeviceClass's own selector fails on is not counted: that is the
+    class's fault, reported on the groups that use the class.
     """
     spec = unit.unit
     nodes = tuple(nodes)
@@ -79,6 +81,25 @@ def quota_unit_status(unit: CompiledUnit, inventory: Inventory, matches: Selecti
     return {"summary": spec.describe(), "matchingDevices": len(counted), "capacity": format_amount(capacity + plugin)}
 
 
+def unit_problems(units: Iterable[CompiledUnit], inventory: Inventory, matches: SelectionFilter) -> dict[str, str]:
+    """Units that cannot be used on the cluster's devices: name -> `unit_problem`."""
+    return {unit.name: problem for unit in units if (problem := unit_problem(unit, inventory, matches))}
+
+
+def unit_problem(unit: CompiledUnit, inventory: Inventory, matches: SelectionFilter) -> str:
+    """Why the unit cannot value the devices it counts ("" when it can): its selector or weight fails on a
+    device (naming the unit, the device and the CEL error), or a device lacks the capacity it sums."""
+    spec = unit.unit
+    if spec.counting is Counting.CORE or (spec.counting is Counting.DEVICES and unit.select is None):
+        return ""  # nothing to evaluate
+    try:
+        for device, class_name in _counted_devices(unit, inventory, matches).values():
+            _whole_value(unit, device, class_name)
+    except DraqError as err:
+        return str(err)
+    return ""
+
+
 def _counted_devices(unit: CompiledUnit, inventory: Inventory,
                      matches: SelectionFilter) -> dict[str, tuple[Device, str]]:
     """Device id -> (device, the first of the unit's classes that selects it)."""
@@ -89,10 +110,17 @@ def _counted_devices(unit: CompiledUnit, inventory: Inventory,
             continue
         selection = DeviceSelection("quota-unit", class_name)
         for device in inventory.devices(None):
-            if device.id not in counted and _draws_on(unit, device) and matches(device, device_class, selection) \
-                    and (unit.select is None or unit.select(device)):
+            if device.id not in counted and _draws_on(unit, device) and \
+                    _in_class(device, device_class, selection, matches) and selects(unit, device):
                 counted[device.id] = (device, class_name)
     return counted
+
+
+def _in_class(device: Device, device_class: DeviceClass, selection: DeviceSelection, matches: SelectionFilter) -> bool:
+    try:
+        return matches(device, device_class, selection)
+    except DraqError:
+        return False  # the class's selector fails on it: the class's fault, not the unit's
 
 
 def _draws_on(unit: CompiledUnit, device: Device) -> bool:
@@ -158,8 +186,10 @@ def quota_unit_ready(problem: str | None, status: Mapping[str, Any] | None, now:
 
 
 def cluster_queue_active(queue: ClusterQueue, usable_units: Collection[str], unit_problems: Mapping[str, str],
-                         usage_current: bool, now: str, previous: Iterable[Mapping[str, Any]] = ()) -> dict[str, str]:
-    """`Active` of a ClusterQueue: whether it admits groups now, and if not, why."""
+                         usage_current: bool, now: str, previous: Iterable[Mapping[str, Any]] = (),
+                         usage_unknown: str = "") -> dict[str, str]:
+    """`Active` of a ClusterQueue: whether it admits groups now, and if not, why. `usage_unknown` says why
+    the usage of this queue (or its cohort) alone is unknown (`QueueState.usage_unknown`)."""
     if not usage_current:
         return condition(ACTIVE, False, "UsageUnknown", "queue usage cannot be rebuilt from PodGroup status; "
                          "nothing is admitted until it can (the operator's log says why)", now, previous)
@@ -171,4 +201,21 @@ def cluster_queue_active(queue: ClusterQueue, usable_units: Collection[str], uni
     if missing:
         return condition(ACTIVE, False, "QuotaUnitMissing", f"admits nothing new: QuotaUnit {', '.join(missing)} "
                          "does not exist; restore it or remove it from spec.quotas", now, previous)
+    if usage_unknown:
+        return condition(ACTIVE, False, "UsageUnknown", f"admits nothing new while its usage is unknown: "
+                         f"{usage_unknown}", now, previous)
     return condition(ACTIVE, True, "Ready", "admitting groups", now, previous)
+
+
+def invalid_queue_active(problem: str, now: str, previous: Iterable[Mapping[str, Any]] = ()) -> dict[str, str]:
+    """`Active` of a ClusterQueue that does not parse: its groups wait, naming the reason."""
+    return condition(ACTIVE, False, "Invalid", f"admits nothing: {problem}", now, previous)
+
+
+def invalid_unit_event(previous: Iterable[Mapping[str, Any]], ready: Mapping[str, str]) -> tuple[str, str] | None:
+    """The Event (reason, message) to send when a QuotaUnit's `Ready` turns False or names another problem
+    (`previous`: its conditions before); None otherwise."""
+    before = next((c for c in previous if c.get("type") == READY), {})
+    if ready["status"] != "False" or (before.get("status"), before.get("message")) == ("False", ready["message"]):
+        return None
+    return "QuotaUnitInvalid", f"{ready['message']}; ClusterQueues that quote it admit nothing new until it is fixed"

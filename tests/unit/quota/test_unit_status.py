@@ -23,6 +23,7 @@ from admission.core.quota import (
     quota_unit_ready,
     quota_unit_status,
 )
+from admission.core.quota.status import unit_problem
 from tests.support.builders import (
     cluster_queue,
     device,
@@ -131,3 +132,36 @@ def test_a_cluster_queue_is_active_unless_a_unit_is_missing_or_invalid_or_usage_
     assert (invalid["reason"], invalid["message"]) == ("QuotaUnitInvalid",
                                                        "admits nothing new: QuotaUnit memory (does not compile)")
     assert cluster_queue_active(queue, {"gpus", "memory"}, {}, False, NOW)["reason"] == "UsageUnknown"
+
+
+def problem(unit: dict[str, Any], *objects: dict[str, Any]) -> str:
+    models = parse_objects([*CLUSTER, *objects])
+    inventory = charging_inventory(Snapshot.from_models(models), gates_for("1.36"))
+    return unit_problem(compile_unit(parse_quota_unit(unit), DraCel()), inventory, device_selected)
+
+
+def test_a_unit_that_fails_on_a_device_names_the_unit_the_device_and_the_cel_error() -> None:
+    weighted = quota_unit("weighted", weight={"deviceClassNames": ["gpu"],
+                                              "expression": 'device.attributes["gpu.example.com"].missing * 2'})
+    assert problem(weighted) == ("QuotaUnit weighted: expression fails on device gpu.example.com/n1/gpu-0: "
+                                 "no such key: missing")
+    selected = quota_unit("h100s", devices={"deviceClassNames": ["gpu"],
+                                            "selector": 'device.attributes["gpu.example.com"].missing == 1'})
+    assert problem(selected).startswith("QuotaUnit h100s: selector fails on device gpu.example.com/n1/gpu-0: ")
+    memory = quota_unit("memory", capacity={"deviceClassNames": ["gpu"], "name": "bandwidth"})
+    assert problem(memory) == ("QuotaUnit memory: device gpu.example.com/n1/gpu-0 has no capacity "
+                               "gpu.example.com/bandwidth")
+
+
+def test_a_unit_that_works_on_every_device_has_no_problem() -> None:
+    weighted = quota_unit("weighted", weight={"deviceClassNames": ["gpu"], "expression":
+                                              'device.attributes["gpu.example.com"].model == "H100" ? 1.0 : 0.5'})
+    assert problem(weighted) == ""
+    assert problem(quota_unit("gpus", devices={"deviceClassNames": ["gpu"]})) == ""
+
+
+def test_a_device_class_whose_selector_fails_is_not_the_units_fault() -> None:
+    failing = device_class("bad", expression='device.attributes["gpu.example.com"].missing == 1')
+    unit = quota_unit("weighted", weight={"deviceClassNames": ["bad"], "expression": "1"})
+    assert problem(unit, failing) == ""  # the groups that use the class wait with its error
+    assert status(unit, failing)["matchingDevices"] == 0
