@@ -8,13 +8,21 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from admission.core.allocator import Snapshot
-from admission.core.cycle import CycleInput, GroupView, collect_groups, promised_devices, rebuild_state
+from admission.core.cycle import (
+    CycleInput,
+    GroupView,
+    charging_inventory,
+    collect_groups,
+    promised_devices,
+    rebuild_state,
+)
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.labels import QUEUE_LABEL
 from admission.core.models import Model, Pod, parse_object
 from admission.core.quota import (
     ClusterQueue,
+    CompiledUnit,
     DraCel,
     QueueState,
     compile_unit,
@@ -24,6 +32,8 @@ from admission.core.quota import (
     parse_pod_group,
     parse_quota_unit,
 )
+from admission.core.quota.status import unit_problems
+from admission.core.quota.unreadable import Unreadable, unreadable
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.cache import OperatorCache
 
@@ -44,7 +54,11 @@ class Reading:
 
 
 class CacheReader:
-    """Parses the cache; objects that do not parse are skipped with one warning each (per version)."""
+    """Parses the cache; objects that do not parse are skipped with one warning each (per version).
+
+    draq's own objects that do not parse, and QuotaUnits that fail on the cluster's devices, are named in
+    `CycleInput.invalid` with the reason, so that only the groups and queues that use them wait.
+    """
 
     def __init__(self, cache: OperatorCache, gates: FeatureGates, clock: Clock = SYSTEM_CLOCK) -> None:
         self.cache = cache
@@ -61,29 +75,41 @@ class CacheReader:
         pod_manifests = self.cache.objects("Pod")
         pods = self._pods(pod_manifests)
         group_manifests = self.cache.objects("PodGroup")
-        pod_groups = self._parse_each("PodGroup", group_manifests, parse_pod_group)
+        bad: list[Unreadable] = []
+        pod_groups = self._parse_each("PodGroup", group_manifests, parse_pod_group, bad)
         created = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": str(_meta(m).get("creationTimestamp", ""))
                    for m in group_manifests}
-        groups = collect_groups(pods, pod_groups, created)
-        queues = tuple(self._parsed("ClusterQueue", parse_cluster_queue))
-        local_queues = {q.key: q for q in self._parsed("LocalQueue", parse_local_queue)}
-        units = tuple(self._parsed("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel())))
+        groups = collect_groups(pods, pod_groups, created, {b.key: b.reason for b in bad})
+        queues = tuple(self._parsed("ClusterQueue", parse_cluster_queue, bad))
+        local_queues = {q.key: q for q in self._parsed("LocalQueue", parse_local_queue, bad)}
+        compiled = self._parsed("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()), bad)
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
         manifests = {f"Pod {_key(m)}": m for m in pod_manifests if QUEUE_LABEL in (_meta(m).get("labels") or {})}
         manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
-        state, current = self._state(queues, groups)
+        state, current = self._state(queues, groups, bad)
         snapshot = Snapshot.from_models([*models, *pods])  # every pod: those on nodes take their room
+        units, invalid = self._usable(compiled, snapshot, bad)
         cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
                            promised_devices(groups, snapshot.claims), labels, self.clock.now(),
-                           timer=self.clock.monotonic)
+                           timer=self.clock.monotonic, invalid=invalid)
         return Reading(cycle, queues, manifests, current)
 
-    def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...]) -> tuple[QueueState, bool]:
-        """The usage recorded in PodGroup status; when it cannot be rebuilt (e.g. a PodGroup admitted twice
-        by a hand-edited status), the last good usage, never an empty one."""
+    def _usable(self, units: list[CompiledUnit], snapshot: Snapshot,
+                bad: list[Unreadable]) -> tuple[tuple[CompiledUnit, ...], dict[str, str]]:
+        """The units that work on the cluster's devices, and every object found invalid: `Kind key` -> why."""
+        failing = unit_problems(units, charging_inventory(snapshot, self.gates), device_selected)
+        for name, problem in sorted(failing.items()):
+            self._warn_once(f"QuotaUnit {name}", problem, "QuotaUnit %s cannot be used: %s", name, problem)
+        invalid = {b.label: b.reason for b in bad} | {f"QuotaUnit {name}": why for name, why in failing.items()}
+        return tuple(u for u in units if u.name not in failing), invalid
+
+    def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...],
+               bad: list[Unreadable]) -> tuple[QueueState, bool]:
+        """The usage recorded in PodGroup status (unknown where an unreadable object may hold quota); when it
+        cannot be rebuilt at all, the last good usage, never an empty one."""
         try:
-            self._last_good = rebuild_state(queues, groups)
+            self._last_good = rebuild_state(queues, groups, bad)
             return self._last_good, True
         except DraqError as err:
             kept = "keeping the last good usage" if self._last_good is not None else "no usage known yet"
@@ -111,21 +137,28 @@ class CacheReader:
                     self._known_pods[key] = (version, pod)
         return pods
 
-    def _parsed(self, kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
-        return self._parse_each(kind, self.cache.objects(kind), parse)
+    def _parsed(self, kind: str, parse: Callable[[Mapping[str, Any]], T],
+                bad: list[Unreadable] | None = None) -> list[T]:
+        return self._parse_each(kind, self.cache.objects(kind), parse, bad)
 
     def _parse_each(self, kind: str, manifests: Iterable[Mapping[str, Any]],
-                    parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
+                    parse: Callable[[Mapping[str, Any]], T], bad: list[Unreadable] | None = None) -> list[T]:
+        """The objects that parse; the others are warned about once per version and, with `bad`, listed there."""
         parsed = []
         for manifest in manifests:
             try:
                 parsed.append(parse(manifest))
             except DraqError as err:
-                marker = (f"{kind} {_key(manifest)}", str(_meta(manifest).get("resourceVersion")))
-                if marker not in self._warned:
-                    self._warned.add(marker)
-                    log.warning("ignoring %s: %s", marker[0], err)
+                label = f"{kind} {_key(manifest)}"
+                self._warn_once(label, str(_meta(manifest).get("resourceVersion")), "ignoring %s: %s", label, err)
+                if bad is not None:
+                    bad.append(unreadable(kind, manifest, err))
         return parsed
+
+    def _warn_once(self, what: str, version: str, message: str, *args: object) -> None:
+        if (what, version) not in self._warned:
+            self._warned.add((what, version))
+            log.warning(message, *args)
 
 
 def _meta(manifest: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -4,7 +4,9 @@ Computed in the core (`quota_unit_status`, `quota_unit_ready`, `cluster_queue_ac
 reading as the cycle; written only when something besides a transition time changed. The
 ClusterQueue's other status fields are the loop's (`_write_queue_status`): this step merges only
 `status.conditions` into them. Each write is a merge patch of the status subresource, made only when the
-cached object says something else.
+cached object says something else. A unit that becomes invalid (it does not compile, or fails on a
+device: `CycleInput.invalid`) also gets a Warning Event, once per problem; a ClusterQueue that does not
+parse gets `Active=False` with the parser's reason.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from admission.core.quota import (
     quota_unit_ready,
     quota_unit_status,
 )
+from admission.core.quota.status import invalid_queue_active, invalid_unit_event
 from admission.kube.client import KubeApiError
 from admission.operator.cache import OperatorCache
 from admission.operator.reading import Reading
@@ -43,7 +46,12 @@ class _Unit:
     name: str
     compiled: CompiledUnit | None
     problem: str | None
-    previous: Mapping[str, Any]  # the status found in the cache
+    manifest: Mapping[str, Any]  # as found in the cache
+
+    @property
+    def previous(self) -> Mapping[str, Any]:
+        """The status found in the cache."""
+        return self.manifest.get("status") or {}
 
 
 class UnitStatusWriter:
@@ -53,40 +61,59 @@ class UnitStatusWriter:
 
     async def write(self, reading: Reading) -> None:
         now = self.writer.now()
-        units = [self._unit(m) for m in self.cache.objects("QuotaUnit")]
+        units = [self._unit(m, reading.cycle.invalid) for m in self.cache.objects("QuotaUnit")]
         counting = _Counting.of(reading)
         for unit in units:
             status = counting.status(unit, now)
-            await self._write(f"QuotaUnit {unit.name}", unit.previous, status,
-                              partial(self.writer.quota_unit_status, unit.name, status))
+            if await self._write(f"QuotaUnit {unit.name}", unit.previous, status,
+                                 partial(self.writer.quota_unit_status, unit.name, status)):
+                event = invalid_unit_event(unit.previous.get("conditions") or (), status["conditions"][0])
+                if event is not None:
+                    await self.writer.event(unit.manifest, *event, warning=True)
+        await self._write_queues(reading, units, now)
+
+    async def _write_queues(self, reading: Reading, units: list[_Unit], now: str) -> None:
         usable = {u.name for u in units if u.compiled is not None}
         invalid = {u.name: u.problem for u in units if u.problem is not None}
         queues = {str((m.get("metadata") or {}).get("name")): m for m in self.cache.objects("ClusterQueue")}
         for queue in reading.cluster_queues:
             previous = (queues.get(queue.name) or {}).get("status") or {}
             active = cluster_queue_active(queue, usable, invalid, reading.usage_current, now,
-                                          previous.get("conditions") or ())
-            body = {"conditions": [active]}
-            await self._write(f"ClusterQueue {queue.name}", previous, body,
-                              partial(self.writer.cluster_queue_status, queue.name, body))
+                                          previous.get("conditions") or (),
+                                          reading.cycle.state.usage_unknown(queue.name))
+            await self._write_active(queue.name, previous, active)
+        for name, manifest in queues.items():
+            problem = reading.cycle.invalid.get(f"ClusterQueue {name}")
+            if problem is not None:
+                previous = manifest.get("status") or {}
+                await self._write_active(name, previous,
+                                         invalid_queue_active(problem, now, previous.get("conditions") or ()))
 
-    def _unit(self, manifest: Mapping[str, Any]) -> _Unit:
+    async def _write_active(self, queue: str, previous: Mapping[str, Any], active: dict[str, str]) -> None:
+        body = {"conditions": [active]}
+        await self._write(f"ClusterQueue {queue}", previous, body,
+                          partial(self.writer.cluster_queue_status, queue, body))
+
+    def _unit(self, manifest: Mapping[str, Any], invalid: Mapping[str, str]) -> _Unit:
+        """The unit compiled, with its problem: it does not compile, or (as the reading found) it fails on a device."""
         name = str((manifest.get("metadata") or {}).get("name"))
-        previous = manifest.get("status") or {}
         try:
-            return _Unit(name, compile_unit(parse_quota_unit(manifest), DraCel()), None, previous)
+            compiled = compile_unit(parse_quota_unit(manifest), DraCel())
         except DraqError as err:
-            return _Unit(name, None, str(err), previous)
+            return _Unit(name, None, str(err), manifest)
+        return _Unit(name, compiled, invalid.get(f"QuotaUnit {name}"), manifest)
 
     async def _write(self, what: str, previous: Mapping[str, Any], status: Mapping[str, Any],
-                     write: Callable[[], Awaitable[None]]) -> None:
-        """Write unless the cached object already says the same (transition times aside)."""
+                     write: Callable[[], Awaitable[None]]) -> bool:
+        """Write unless the cached object already says the same (transition times aside); True if written."""
         if _without_times({k: previous.get(k) for k in status}) == _without_times(status):
-            return
+            return False
         try:
             await write()
         except KubeApiError as err:
             log.warning("status of %s: %s", what, err)
+            return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +131,20 @@ class _Counting:
         return _Counting(reading, charging_inventory(snapshot, reading.cycle.gates), counters)
 
     def status(self, unit: _Unit, now: str) -> dict[str, Any]:
-        before = unit.previous.get("conditions") or ()
-        if unit.compiled is None:
-            return {**_UNKNOWN, "summary": None, "conditions": [quota_unit_ready(unit.problem, None, now, before)]}
+        if unit.compiled is None or unit.problem is not None:
+            return self._invalid(unit, unit.problem or "", now)
         nodes = self.reading.cycle.snapshot.nodes.values()
         try:
             status = quota_unit_status(unit.compiled, self.inventory, device_selected, nodes, self.counters)
-        except DraqError as err:
-            problem = f"{unit.compiled.unit.label}: {err}"
-            return {**_UNKNOWN, "summary": unit.compiled.unit.describe(),
-                    "conditions": [quota_unit_ready(problem, None, now, before)]}
-        return {**status, "conditions": [quota_unit_ready(None, status, now, before)]}
+        except DraqError as err:  # a failure the reading did not see yet
+            return self._invalid(unit, str(err), now)
+        return {**status, "conditions": [quota_unit_ready(None, status, now, unit.previous.get("conditions") or ())]}
+
+    @staticmethod
+    def _invalid(unit: _Unit, problem: str, now: str) -> dict[str, Any]:
+        summary = unit.compiled.unit.describe() if unit.compiled is not None else None
+        ready = quota_unit_ready(problem, None, now, unit.previous.get("conditions") or ())
+        return {**_UNKNOWN, "summary": summary, "conditions": [ready]}
 
 
 _UNKNOWN = {"matchingDevices": None, "capacity": None}  # merge patch: removed, not left stale

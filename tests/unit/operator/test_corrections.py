@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from tests.support.builders import cluster_queue, quota, quota_unit
 from tests.unit.cycle.cycle_builders import NS
 
 from .operator_world import bind_as_planned, cluster, started, submit
@@ -75,6 +76,28 @@ def test_the_charge_stands_while_an_allocation_is_still_arriving() -> None:
         await settle(operator)
         assert charge(api, "train") == [{"unit": "gpus", "amount": "4"}]
         assert not [w for w in api.writes_to("/events") if w.body["reason"] == "ChargeCorrected"]
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_a_recorded_charge_in_a_unit_that_became_invalid_is_kept() -> None:
+    async def go() -> None:
+        api = cluster()
+        weights = {"deviceClassNames": ["gpu"], "expression": 'device.attributes["gpu.example.com"].model == "H100" '
+                                                              '? 2 : 1'}
+        api.add(quota_unit("weights", weight=weights), cluster_queue("main", quota("gpus", 8), quota("weights", 100)))
+        submit(api, "train", 2, 4)
+        operator = await started(api)
+        await settle(operator)
+        assert charge(api, "train") == [{"unit": "gpus", "amount": "8"}, {"unit": "weights", "amount": "16"}]
+        # The unit now fails on every device: what it recorded cannot be computed again, and is not dropped.
+        api.add(quota_unit("weights", weight={**weights, "expression": 'device.attributes["gpu.example.com"].x'}))
+        await bind_as_planned(api, "train-0", "train")
+        await bind_as_planned(api, "train-1", "train", devices=2)
+        await settle(operator)  # Running
+        await settle(operator)  # corrected where it can be
+        assert charge(api, "train") == [{"unit": "gpus", "amount": "6"}, {"unit": "weights", "amount": "16"}]
         await operator.cache.stop()
 
     asyncio.run(go())

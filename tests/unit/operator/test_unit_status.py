@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from admission.core.labels import API_VERSION
+from tests.support.builders import cluster_queue, pod_group, quota, quota_unit
 from tests.support.fake_api import FakeApi
+from tests.unit.cycle.cycle_builders import NS
 
 from .operator_world import cluster, started
 
@@ -73,6 +75,57 @@ def test_a_queue_quoting_a_unit_that_does_not_exist_is_not_active() -> None:
         ((active,),) = queue_conditions(api, "main")
         assert (active["status"], active["reason"]) == ("False", "QuotaUnitMissing")
         assert unit_writes(api, "gpus") == []
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_a_unit_that_fails_on_a_device_is_not_ready_says_why_once_and_stops_only_its_queues() -> None:
+    async def go() -> None:
+        api = cluster(nodes=1)
+        api.add(quota_unit("weighted", weight={"deviceClassNames": ["gpu"],
+                                               "expression": 'device.attributes["gpu.example.com"].missing * 2'}),
+                cluster_queue("other", quota("weighted", 100)))
+        operator = await started(api)
+        await operator.reconcile()
+        (status,) = unit_writes(api, "weighted")
+        (ready,) = status["conditions"]  # type: ignore[misc]
+        assert (ready["status"], ready["reason"]) == ("False", "Invalid")
+        assert ready["message"] == ("QuotaUnit weighted: expression fails on device gpu.example.com/node-0/gpu-0: "
+                                    "no such key: missing")
+        assert status["summary"] == "weighted devices of gpu" and status["matchingDevices"] is None
+        (event,) = [w.body for w in api.writes_to("/events")]
+        assert (event["reason"], event["type"], event["involvedObject"]["name"]) == (
+            "QuotaUnitInvalid", "Warning", "weighted")
+        assert event["message"].startswith(ready["message"])
+        ((other,),) = queue_conditions(api, "other")
+        assert (other["status"], other["reason"]) == ("False", "QuotaUnitInvalid")
+        assert "no such key: missing" in other["message"]
+        ((main,),) = queue_conditions(api, "main")
+        assert (main["status"], main["reason"]) == ("True", "Ready")
+
+        await asyncio.sleep(0.05)  # the watch delivers the written status to the cache
+        await operator.reconcile()
+        assert len(api.writes_to("/events")) == 1 and len(unit_writes(api, "weighted")) == 1
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_a_queue_that_does_not_parse_or_whose_usage_is_unknown_is_not_active() -> None:
+    async def go() -> None:
+        api = cluster(nodes=1)
+        held = pod_group("held", 1, "lq", namespace=NS, status={
+            "phase": "Running", "clusterQueue": "main", "charge": [{"unit": "gpus", "amount": "lots"}]})
+        api.add(cluster_queue("broken", quota("gpus", "lots")), held)
+        operator = await started(api)
+        await operator.reconcile()
+        ((broken,),) = queue_conditions(api, "broken")
+        assert (broken["status"], broken["reason"]) == ("False", "Invalid")
+        assert broken["message"].startswith("admits nothing: ClusterQueue broken, field spec.quotas[0].nominal")
+        ((main,),) = queue_conditions(api, "main")
+        assert (main["status"], main["reason"]) == ("False", "UsageUnknown")
+        assert "PodGroup team/held records an admission that cannot be read" in main["message"]
         await operator.cache.stop()
 
     asyncio.run(go())
