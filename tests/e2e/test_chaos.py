@@ -478,7 +478,7 @@ def test_killing_the_leader_at_random_moments_never_splits_a_gang_or_overruns_a_
         for _ in range(20):
             if len(kills) == 3 or not submitting.is_alive():
                 break
-            time.sleep(rng.uniform(1.5, 5.0))
+            time.sleep(rng.uniform(0.5, 3.0))
             if waiting() < 4:
                 continue  # a next admission must be possible right after the kill
             holder = lease_holder(api)
@@ -497,7 +497,7 @@ def test_killing_the_leader_at_random_moments_never_splits_a_gang_or_overruns_a_
             victim.start().standing_by()  # back as the standby, under the same identity
         submitting.join(300)
         until("every gang that fits to finish", lambda: finished(watcher, fitting), timeout=300, interval=1)
-    assert kills, "no leader was killed"
+    assert len(kills) >= 2, f"only {len(kills)} kill(s) while the gangs were admitted"
     for identity, takeover, next_admission in kills:
         # Exact on the standby's own clock (tests/unit/operator/test_leader.py); here a busy machine may
         # delay its look at the Lease, and the sampling adds its interval.
