@@ -311,6 +311,10 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
         return Wait(group.key, WaitReason.DEVICES, str(err), queue)
     with steps.step(ALLOCATOR):
         placed = place_gang(allocator, members, usage=usage, nodes=nodes)
+    if placed.error:
+        # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
+        # that is the reason to give, whatever the quota says.
+        return _unplaced(group, placed, queue)
     plan = Plan(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
     try:
         with steps.step(CHARGING):
