@@ -111,6 +111,7 @@ def json_answer(outcome: Outcome, names: list[str], claims: list[ResourceClaim])
         "devices": devices,
         "nodeSelector": selectors,
         "error": outcome.message if outcome.is_error else None,
+        "missingDeviceClass": outcome.missing_class,
     }
 
 
@@ -130,12 +131,13 @@ def text_answer(allocator: Allocator, outcome: Outcome, names: list[str],
                     extra += " (shared: " + ", ".join(f"{k}={v}" for k, v in result.consumed_capacity.items()) + ")"
                 lines.append(f"  {name}, request {result.request}: {result.device_id}{extra}")
         return lines
+    if outcome.missing_class:
+        return [f"no: {claim_list} cannot be allocated on any node: device class {outcome.missing_class} "
+                f"does not exist (the scheduler reports the pod unschedulable until it does; {outcome.message})"]
     if outcome.status is Status.ERROR:
         return [f"error: the scheduler would not schedule a pod with {claim_list} on any node: {outcome.message}"]
     if outcome.status is Status.NODE_ERROR:
         head = f"no: node {outcome.node} cannot be used: {outcome.message}"
-    elif outcome.missing_class:
-        head = f"no: {claim_list} cannot be allocated: device class {outcome.missing_class} does not exist"
     elif outcome.gave_up:
         head = f"no answer: {outcome.message} (the scheduler would time out here too)"
     else:

@@ -53,6 +53,17 @@ def test_an_allocator_error_is_an_answer(tmp_path: Path, capsys: pytest.CaptureF
     assert "CEL compile error" in answer["error"]
 
 
+def test_a_missing_class_is_named_in_json_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 1), claim("c", exactly(device_class="nic")))
+    base = ["-f", objects, "--node", "n1", "--claims", "c"]
+    code, out, _ = run(capsys, *base, "-o", "json")
+    answer = json.loads(out)
+    assert code == 0 and answer["allocatable"] is False and answer["missingDeviceClass"] == "nic"
+    assert "claim default/c, request gpu: could not retrieve device class nic" in answer["error"]
+    code, out, _ = run(capsys, *base)
+    assert code == 0 and out.startswith("no: c cannot be allocated on any node: device class nic does not exist")
+
+
 def test_gates_and_version_flags_change_the_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 1), claim("c", exactly(adminAccess=True)))
     base = ["-f", objects, "--node", "n1", "--claims", "c", "-o", "json"]
