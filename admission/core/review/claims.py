@@ -93,6 +93,9 @@ def _charge(
         if isinstance(parsed, DeviceClass):
             device_classes.append(parsed)
     absent = [name for name in classes if name not in {c.name for c in device_classes}]
+    # A class no unit counts is not named by charging (below): say here that it is missing.
+    warnings.extend(_missing_class_warning(request, model, name) for name in absent
+                    if not any(unit.unit.counts_class(name) for unit in units))
     entry: dict[str, str] = {"name": "claim"}
     if isinstance(model, ResourceClaim):
         entry["resourceClaimName"] = model.name
@@ -132,6 +135,14 @@ def _charge(
         return charge_group(group, known, inventory, device_selected), warnings
     except Unchargeable as err:
         return Decision.allow(warnings=[*warnings, f"the charge is not known yet: {_in_terms_of(request, err)}"])
+
+
+def _missing_class_warning(request: AdmissionRequest, model: ResourceClaim | ResourceClaimTemplate,
+                           name: str) -> str:
+    where = next(r.name if r.exactly is not None else f"{r.name}/{s.name}"
+                 for r in model.spec.requests for s in r.alternatives if s.device_class_name == name)
+    return (f"{request.describe()}, request {where}: DeviceClass {name} does not exist; the scheduler "
+            "reports the pods that use it unschedulable until it is created")
 
 
 def _in_terms_of(request: AdmissionRequest, err: Unchargeable) -> str:

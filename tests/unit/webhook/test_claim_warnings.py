@@ -77,3 +77,16 @@ def test_a_missing_device_class_is_still_named() -> None:
     assert decision.allowed
     assert len(decision.warnings) == 1, decision.warnings  # said once, not once per unit counting it
     assert f"DeviceClass {GPU_CLASS} does not exist" in decision.warnings[0]
+
+
+def test_a_missing_device_class_no_unit_counts_is_named_with_its_request() -> None:
+    spec = {"devices": {"requests": [
+        {"name": "gpus", "exactly": {"deviceClassName": GPU_CLASS, "count": 1}},
+        {"name": "nic", "firstAvailable": [{"name": "fast", "deviceClassName": "nic.example.com"}]}]}}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "with-nic", "namespace": "team-b"}, "spec": spec}
+    decision = check(claim, lookups())
+    assert decision.allowed
+    named = [w for w in decision.warnings if "nic.example.com" in w]
+    assert named == ["ResourceClaim team-b/with-nic, request nic/fast: DeviceClass nic.example.com does not "
+                     "exist; the scheduler reports the pods that use it unschedulable until it is created"]
