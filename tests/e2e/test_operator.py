@@ -218,7 +218,8 @@ def test_release_interrupted_after_recording_is_finished_after_restart(
     queues(control_plane, namespace, unique, gpus=16)
     recorded = threading.Event()
 
-    async def killed_before_ungating(self: Writer, namespace: str, name: str, cached: Any) -> bool:
+    async def killed_before_ungating(self: Writer, namespace: str, name: str, cached: Any,
+                                     node: str | None = None) -> bool:
         recorded.set()
         await asyncio.Event().wait()  # never returns: the process "dies" here
         return False
