@@ -155,9 +155,8 @@ class Allocator:
             return Outcome(target.name, Status.ERROR, message=str(err), missing_class=err.class_name)
         except AllocationError as err:
             return Outcome(target.name, Status.ERROR, message=str(err))
-        except SearchBudgetExceeded:
-            return Outcome(target.name, Status.UNFIT, gave_up=True,
-                           message=f"search gave up after {self.budget} device checks")
+        except SearchBudgetExceeded as err:
+            return Outcome(target.name, Status.UNFIT, gave_up=True, message=str(err))
         if not found:
             if any(p.invalid is not None for p in search.view.pools):
                 return Outcome(target.name, Status.NODE_ERROR, message=INVALID_POOLS)

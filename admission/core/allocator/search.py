@@ -44,6 +44,12 @@ class SearchBudgetExceeded(Exception):
     """The search tried more devices than allowed (as the scheduler's filter timeout would)."""
 
 
+# Device checks the scheduler's permuting search makes within its 10 s filter timeout (measured on a
+# 2-core machine: about 4 million a second). Beyond this estimate the scheduler gives up; close to it,
+# whether it does depends on its machine.
+UPSTREAM_CHECKS_LIMIT = 40_000_000
+
+
 # What one step of the search comes back with. EXCEEDED is upstream's "allocation result limit
 # reached": it unwinds the claim's earlier device choices at once (they cannot change the count),
 # up to the nearest `firstAvailable` request, which then tries its next subrequest.
@@ -119,6 +125,12 @@ class NodeSearch:
         self.selectors = selectors
         self.budget = budget
         self.steps = 0
+        # Where draq searches combinations for a release that permutes (the order not mattering), the
+        # scheduler visits every ordering of the devices of a request that fails: `weight` is how many
+        # orderings the current node stands for, counted from the entry of the current request; each
+        # frame holds [work if this request fails, work if it succeeds] in the scheduler's device checks.
+        self.weight = 1
+        self.frames: list[list[int]] = [[0, 0]]
         # Devices picked in this search (not shared ones) -> how many claims hold them; an
         # admin-access pick counts too: the scheduler does not give it to a normal request.
         self.picked: dict[str, int] = {}
@@ -140,6 +152,7 @@ class NodeSearch:
         # 1.34 knew no taint effect that does not block.
         self.every_taint_blocks = gates.minor <= 34
         self.permute = False
+        self.estimate_upstream = False
         # 1.34 charged a shared device's counters for every share; later releases only for the first.
         self.shared_counters_once = gates.minor >= 35
         self.capacity_slot_quirk = gates.minor <= 34
@@ -167,6 +180,7 @@ class NodeSearch:
         """Section 4, in claim and request order; raises AllocationError for unusable requests."""
         self.plans = [self.plan_claim(claim) for claim in claims]
         self.permute = permuting_release(self.gates) and self._order_matters()
+        self.estimate_upstream = self.budget is not None and permuting_release(self.gates) and not self.permute
 
     def _order_matters(self) -> bool:
         """Whether the order in which devices are tried can change the answer, not only which devices
@@ -428,7 +442,7 @@ class NodeSearch:
         if self.budget is not None:
             self.steps += 1
             if self.steps > self.budget:
-                raise SearchBudgetExceeded
+                raise SearchBudgetExceeded(f"search gave up after {self.budget} device checks")
         if self.in_use(plan, alternative, device):
             return None
         multi = self.consumable_gate and device.allow_multiple_allocations
@@ -526,12 +540,33 @@ class NodeSearch:
 
     def run(self) -> bool:
         """Depth-first first fit over claims, requests and device slots (section 6)."""
+        self.weight, self.frames = 1, [[0, 0]]
         found = self._claim(0)
+        if self.estimate_upstream:
+            work = self.frames[0][1 if found == FOUND else 0]
+            if work > UPSTREAM_CHECKS_LIMIT:
+                raise SearchBudgetExceeded(f"the scheduler's search would take longer than its filter timeout "
+                                           f"(about {work:,} device checks)")
         if found == EXCEEDED:
             # Only the first claim can get here (later ones stop at their claim's boundary), and the
             # pre-checks make it unreachable in practice; upstream reports it as an error.
             raise AllocationError("allocation max size exceeded")
         return found == FOUND
+
+    def _close_frame(self, entry_weight: int, found: int) -> None:
+        """A request alternative was tried: its work goes to the enclosing frame. Failed, it was tried in
+        every ordering of the devices before it (as many times as the weight at its entry)."""
+        failed, succeeded = self.frames.pop()
+        self.weight = entry_weight
+        outer = self.frames[-1]
+        if found == FOUND:
+            outer[1] += succeeded
+            return
+        outer[0] += entry_weight * failed
+        outer[1] += failed
+        # What the scheduler does at least, whatever comes next: stop once it is beyond its time limit.
+        if sum(frame[1] for frame in self.frames) > UPSTREAM_CHECKS_LIMIT:
+            raise SearchBudgetExceeded("the scheduler's search would take longer than its filter timeout")
 
     def _claim(self, index: int) -> int:
         if index == len(self.plans):
@@ -546,7 +581,11 @@ class NodeSearch:
             return self._claim(claim_index + 1)
         alternatives = plan.requests[request_index]
         all_exceeded = True
+        estimate = self.estimate_upstream
         for position, alternative in enumerate(alternatives):
+            if estimate:
+                entry_weight, self.weight = self.weight, 1
+                self.frames.append([0, 0])
             if alternative.all_devices is not None and position > 0 and self.gates.minor <= 35:
                 found = self._take_all_then_first_alternative(claim_index, request_index, alternative,
                                                               alternatives[0])
@@ -554,6 +593,8 @@ class NodeSearch:
                 found = self._take_all(claim_index, request_index, alternative)
             else:
                 found = self._slot(claim_index, request_index, alternative, 0, 0)
+            if estimate:
+                self._close_frame(entry_weight, found)
             if found == FOUND:
                 return FOUND
             if found == FAILED:
@@ -615,6 +656,11 @@ class NodeSearch:
         if len(plan.picks) + count - slot > MAX_RESULTS_PER_CLAIM:
             return EXCEEDED
         devices = self.view.devices
+        weight = self.weight
+        if self.estimate_upstream:
+            frame = self.frames[-1]
+            frame[0] += weight * len(devices)
+            frame[1] += len(devices)
         owner = plan.owner
         capacity = self.consumable_gate
         # Combinations (1.36): the next slot starts after this device. Permutations (older
@@ -632,8 +678,10 @@ class NodeSearch:
             pick = self.take(plan, alternative, device, slot=slot)
             if pick is None:
                 continue
+            self.weight = weight * (slot + 1)
             found = self._slot(claim_index, request_index, alternative, slot + 1,
                                position if pick.shared and self.shares_repeat else position + 1)
+            self.weight = weight
             if found == FOUND:
                 return FOUND
             self.release(plan, pick)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from admission.core import features
-from admission.core.allocator import Status
+from admission.core.allocator import DEFAULT_BUDGET, Allocator, Status
 from tests.support.builders import (
     DRIVER,
     all_devices,
@@ -220,3 +220,32 @@ def test_more_than_32_devices_per_claim_is_an_error() -> None:
     alloc = allocator(node("n1"), device_class(), gpus("n1", 1), claim("c", exactly(count=33)))
     outcome = alloc.allocate("n1", claims_of(alloc, "c"))
     assert outcome.status is Status.ERROR and "exceeds the claim limit of 32" in (outcome.message or "")
+
+
+def _infeasible_first_alternative(devices: int) -> Allocator:
+    return allocator(node("n1"), device_class(), gpus("n1", devices),
+                     claim("c", first_available("r", exactly("all", count=30), exactly("one", count=1))),
+                     gates=features.exactly("1.35", ["DRAPrioritizedList"]), budget=DEFAULT_BUDGET)
+
+
+def test_an_alternative_the_permuting_scheduler_cannot_finish_is_reported_as_giving_up() -> None:
+    # 1.35 tries every ordering of 10 devices for the first alternative (about 40 million device
+    # checks) and runs into its 10 s filter timeout; draq's combinations would find the second one.
+    alloc = _infeasible_first_alternative(10)
+    outcome = alloc.allocate("n1", claims_of(alloc, "c"))
+    assert outcome.status is Status.UNFIT and outcome.gave_up
+    assert "longer than its filter timeout" in (outcome.message or "")
+
+
+def test_a_smaller_search_the_scheduler_finishes_is_answered() -> None:
+    alloc = _infeasible_first_alternative(9)
+    outcome = alloc.allocate("n1", claims_of(alloc, "c"))
+    assert devices_of(outcome, "default/c") == {"r/one": [f"{DRIVER}/n1/gpu-0"]}
+
+
+def test_the_combining_release_is_not_held_to_the_permuting_one() -> None:
+    alloc = allocator(node("n1"), device_class(), gpus("n1", 12),
+                      claim("c", first_available("r", exactly("all", count=30), exactly("one", count=1))),
+                      gates=features.exactly("1.36", ["DRAPrioritizedList", "DRAConsumableCapacity"]),
+                      budget=DEFAULT_BUDGET)
+    assert devices_of(alloc.allocate("n1", claims_of(alloc, "c")), "default/c") == {"r/one": [f"{DRIVER}/n1/gpu-0"]}
