@@ -555,11 +555,16 @@ class NodeSearch:
 
     def _close_frame(self, entry_weight: int, found: int) -> None:
         """A request alternative was tried: its work goes to the enclosing frame. Failed, it was tried in
-        every ordering of the devices before it (as many times as the weight at its entry)."""
+        every ordering of the devices before it (as many times as the weight at its entry); stopped by
+        the claim's result limit, it was left at once, on its first path."""
         failed, succeeded = self.frames.pop()
         self.weight = entry_weight
         outer = self.frames[-1]
         if found == FOUND:
+            outer[1] += succeeded
+            return
+        if found == EXCEEDED:
+            outer[0] += entry_weight * succeeded
             outer[1] += succeeded
             return
         outer[0] += entry_weight * failed
