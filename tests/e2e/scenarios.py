@@ -64,6 +64,8 @@ class Features:
 
     partitions: bool = False  # DRAPartitionableDevices (1.35+ slice layout)
     taints: bool = False  # DRADeviceTaints
+    distinct: bool = False  # DRAConsumableCapacity: the API server keeps distinctAttribute constraints
+    admin: bool = True  # DRAAdminAccess (on by default): the trial namespace allows admin access
 
 
 TAINT_KEY = "draq.io/unhealthy"
@@ -87,7 +89,7 @@ class Trial:
 
     def describe(self) -> str:
         import json
-        return json.dumps({"node": self.node, "slices": self.slices, "inUse": self.in_use,
+        return json.dumps({"notes": self.notes, "node": self.node, "slices": self.slices, "inUse": self.in_use,
                            "claims": self.claims, "pod": self.pod}, indent=1)
 
 
@@ -217,6 +219,41 @@ def _pod(name: str, node: str, claims: list[Manifest]) -> Manifest:
                      "resourceClaims": refs}}
 
 
+MISSING_CLASS = "draq-e2e-missing-class"  # never created: the scheduler reports such pods unschedulable
+
+
+def _extras(rng: random.Random, claims: list[Manifest], gpu_driver: str, has_nic: bool, features: Features,
+            partitions: bool) -> list[str]:
+    """Shapes drawn from a random stream of their own (so the trials above stay as they were): an
+    admin-access request beside the normal ones of a claim, distinctAttribute constraints (alpha gates),
+    a request naming a DeviceClass that does not exist."""
+    notes = []
+    for claim in claims:
+        devices = claim["spec"]["devices"]
+        requests = devices["requests"]
+        if features.admin and rng.random() < 0.15:
+            monitor = _exact(rng, gpu_driver, Features(), partitions)
+            monitor.pop("allocationMode", None)
+            monitor["count"] = rng.choice([1, 1, 2])
+            monitor["adminAccess"] = True
+            requests.insert(rng.randrange(len(requests) + 1), {"name": "monitor", "exactly": monitor})
+            notes.append(f"{claim['metadata']['name']}: admin access beside normal requests")
+        if features.distinct and "constraints" not in devices and rng.random() < 0.35:
+            names = [r["name"] for r in requests if r["name"] != "monitor"]
+            scope = names if len(names) > 1 and rng.random() < 0.6 else names[:1]
+            devices["constraints"] = [{"requests": scope, "distinctAttribute": profiles.PCIE_ROOT}]
+            if has_nic and "nic" not in names and rng.random() < 0.5:
+                requests.append({"name": "nic", "exactly": {"deviceClassName": NIC, "count": 1}})
+                devices["constraints"][0]["requests"] = [*scope, "nic"]
+            notes.append(f"{claim['metadata']['name']}: distinctAttribute {profiles.PCIE_ROOT}")
+        if rng.random() < 0.03:
+            victim = rng.choice(requests)
+            for selection in [victim["exactly"]] if "exactly" in victim else victim["firstAvailable"]:
+                selection["deviceClassName"] = MISSING_CLASS
+            notes.append(f"{claim['metadata']['name']}: request {victim['name']} names a missing DeviceClass")
+    return notes
+
+
 def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     rng = random.Random(f"{seed}/{index}")
     node = f"diff-{seed}-{index}"
@@ -228,4 +265,5 @@ def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     partitions = _partitioned(slices)
     claims = [_claim(f"{prefix}-c{i}", rng, gpu_driver, has_nic, features, partitions)
               for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
-    return Trial(index, node_manifest, slices, held, claims, _pod(f"{prefix}-pod", node, claims))
+    notes = _extras(random.Random(f"{seed}/{index}/extras"), claims, gpu_driver, has_nic, features, partitions)
+    return Trial(index, node_manifest, slices, held, claims, _pod(f"{prefix}-pod", node, claims), notes)

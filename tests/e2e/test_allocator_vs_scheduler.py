@@ -21,6 +21,7 @@ from tests.e2e import scenarios, trials
 
 SEED = scenarios.seed_from_environment()
 TRIALS = int(os.environ.get("DRAQ_DIFF_TRIALS", "300"))
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 BATCH = 50
 
 
@@ -30,10 +31,12 @@ def cluster_gates(plane: ControlPlane) -> Any:
 
 
 def scenario_features(plane: ControlPlane) -> scenarios.Features:
-    """With the alpha gates on, scenarios also use device taints and (1.35+ slice layout) partitions."""
+    """With the alpha gates on, scenarios also use device taints, distinctAttribute constraints and (1.35+
+    slice layout) partitions. Admin-access requests are used always (the namespace allows them)."""
     if not plane.alpha_dra:
         return scenarios.Features()
-    return scenarios.Features(partitions=cluster_gates(plane).minor >= 35, taints=True)
+    gates = cluster_gates(plane)
+    return scenarios.Features(partitions=gates.minor >= 35, taints=True, distinct=gates.consumable_capacity)
 
 
 def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:
@@ -48,6 +51,10 @@ def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: An
 def agrees(outcome: Outcome, verdict: trials.Verdict) -> bool:
     if outcome.gave_up:
         return True  # the scheduler's own filter timeout may answer either way
+    if outcome.missing_class:
+        # The allocator's error; the scheduler checks classes first and reports the pod unschedulable.
+        return verdict.outcome == "unschedulable" and f"device class {outcome.missing_class} does not exist" \
+            in verdict.message
     expected = {Status.ALLOCATED: "bound", Status.UNFIT: "unschedulable",
                 Status.NODE_ERROR: "unschedulable", Status.ERROR: "error"}[outcome.status]
     return expected == verdict.outcome
@@ -56,10 +63,12 @@ def agrees(outcome: Outcome, verdict: trials.Verdict) -> bool:
 def test_draq_and_the_scheduler_agree_on_random_scenarios(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str) -> None:
     trials.create_cluster_objects(api, scenarios.device_classes())
+    control_plane.kubectl("label", "namespace", namespace, f"{ADMIN_ACCESS_LABEL}=true")
     gates = cluster_gates(control_plane)
     features = scenario_features(control_plane)
     disagreements: list[str] = []
     tally: dict[str, int] = {}
+    shapes: dict[str, int] = {}
     unanswered: list[str] = []
     for start in range(0, TRIALS, BATCH):
         batch = [scenarios.trial(SEED, i, features) for i in range(start, min(start + BATCH, TRIALS))]
@@ -71,13 +80,16 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
             verdict = verdicts[trial.pod["metadata"]["name"]]
             outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
             tally[verdict.outcome] = tally.get(verdict.outcome, 0) + 1
+            for note in {"a missing DeviceClass" if "missing DeviceClass" in n else n.split(": ", 1)[1]
+                         for n in trial.notes}:
+                shapes[note] = shapes.get(note, 0) + 1
             if verdict.outcome == "pending":
                 unanswered.append(f"seed {SEED} trial {trial.index}: {verdict.message}")
             if not agrees(outcome, verdict):
                 disagreements.append(
                     f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
                     f"draq {outcome.status.value} ({outcome.message})\n{trial.describe()}")
-    print(f"\n{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}")
+    print(f"\n{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}, trials with: {shapes}")
     assert not unanswered, "some pods got no verdict from the scheduler in time:\n" + "\n".join(unanswered)
     assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
     headlines = "\n".join(d.splitlines()[0] for d in disagreements)
