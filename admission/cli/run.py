@@ -1,17 +1,15 @@
 """`draq run`: the operator (admission cycles, gang release, queue status) and, unless told otherwise,
 the admission webhooks in the same process, against the current kubeconfig or in cluster.
 
-SIGTERM and SIGINT stop it cleanly: the cycle in progress is abandoned, the Lease is given up (another
-replica takes over at once), then the webhooks stop."""
+kopf runs the process (`admission.operator.runtime`): its startup handler starts the probe port, the
+webhooks and the admission loop. SIGTERM and SIGINT stop it cleanly: the cycle in progress is abandoned,
+the Lease is given up (another replica takes over at once), then the webhooks and the probe port stop."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import logging
-import signal
-from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,9 +18,10 @@ from prometheus_client import CollectorRegistry
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import normalize_version
 from admission.core.leadership import ElectionTiming
-from admission.kube.probes import Probes, process_registry, start_probe_server
+from admission.kube.probes import Probes, ProbeServer, process_registry, start_probe_server
 from admission.operator import Operator, OperatorSettings
 from admission.operator.health import operator_checks
+from admission.operator.runtime import KopfProcess, Part, configure_logging
 from admission.webhook.configurations import WebhookTarget
 from admission.webhook.service import WebhookService, WebhookSettings
 
@@ -134,69 +133,63 @@ def metrics_address_from(args: argparse.Namespace) -> tuple[str, int] | None:
     return (args.metrics_host, args.metrics_port) if args.metrics_port else None
 
 
-def probes(registry: CollectorRegistry, operator: Operator, service: WebhookService | None) -> Probes:
+def probes(registry: CollectorRegistry, operator: Operator, process: KopfProcess,
+           service: WebhookService | None) -> Probes:
     live, ready = operator_checks(operator)
-    found = Probes(registry, live=[("operator", live)], ready=[("operator", ready)])
+    found = Probes(registry, live=[("operator", live)], ready=[("kopf", process.unready), ("operator", ready)])
     if service is not None:
         found.ready.append(("webhook", service.unready))
     return found
 
 
+@dataclass
+class ProbePort:
+    """/metrics, /healthz and /readyz, started and stopped by kopf's startup and cleanup handlers."""
+
+    probes: Probes
+    address: tuple[str, int]
+    name: str = "the probe port"
+    _server: ProbeServer | None = None
+
+    async def start(self) -> None:
+        self._server = await start_probe_server(self.probes, *self.address)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop()
+
+
+@dataclass
+class Webhooks:
+    service: WebhookService
+    name: str = "the webhooks"
+
+    async def start(self) -> None:
+        await self.service.start()
+
+    async def stop(self) -> None:
+        await self.service.stop()
+
+
 async def serve(operator: Operator, webhook: WebhookSettings | None, registry: CollectorRegistry | None = None,
                 metrics_address: tuple[str, int] | None = None) -> None:
+    """Run under kopf until SIGTERM or SIGINT; the probe port starts first and stops last."""
     registry = registry or CollectorRegistry()
+    process = KopfProcess(operator)
     service = WebhookService(webhook, registry) if webhook is not None else None
-    probe_server = None
-    try:
-        if metrics_address is not None:
-            probe_server = await start_probe_server(probes(registry, operator, service), *metrics_address)
-        if service is not None:
-            await service.start()
-        await until_signalled(operator.run())
-    finally:
-        if service is not None:
-            await service.stop()
-        if probe_server is not None:
-            await probe_server.stop()
-
-
-async def until_signalled(work: Awaitable[None],
-                          signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)) -> None:
-    """Run `work` until it ends or one of `signals` arrives; then cancel it and wait for its clean-up
-    (the operator abandons its cycle and releases the Lease)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(work)
-    stopping = asyncio.Event()
-    installed = []
-    for signum in signals:
-        try:
-            loop.add_signal_handler(signum, stopping.set)
-            installed.append(signum)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread: no handlers
-            pass
-    stop = asyncio.create_task(stopping.wait())
-    try:
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
-        stop.cancel()
-        if not task.done():
-            if stopping.is_set():
-                logging.getLogger(__name__).info("stopping: giving the Lease up")
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    if not (stopping.is_set() and task.cancelled()):
-        task.result()
+    parts: list[Part] = []
+    if metrics_address is not None:
+        parts.append(ProbePort(probes(registry, operator, process, service), metrics_address))
+    if service is not None:
+        parts.append(Webhooks(service))
+    await process.run(parts)
 
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     webhook = webhook_settings_from(args)
     metrics_address = metrics_address_from(args)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbose)
     try:
         registry = process_registry()
         asyncio.run(serve(Operator(settings, registry=registry), webhook, registry, metrics_address))

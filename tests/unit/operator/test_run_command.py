@@ -1,20 +1,22 @@
-"""`draq run`'s leadership options and its clean stop: a signal cancels the operator, which gives the Lease
-up before the process ends, so another replica takes over at once."""
+"""`draq run`'s leadership options and its process under kopf: the cleanup handler cancels the loop, which
+gives the Lease up before the webhooks and the probe port stop, so another replica takes over at once; a
+part that cannot start, or a loop that fails, ends the process with its error."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
+from dataclasses import dataclass
 
 import pytest
 
 from admission.cli import run as cli
-from admission.core.errors import InvalidInput
+from admission.core.errors import DraqError, InvalidInput
 from admission.core.leadership import ElectionTiming
 from admission.operator import Operator, OperatorSettings
+from admission.operator.runtime import KopfProcess, Lifecycle
 from tests.support.clock import FakeClock
+from tests.support.fake_api import FakeApi
 
 from .operator_world import cluster
 
@@ -44,47 +46,82 @@ def test_timing_that_cannot_work_is_refused(argv: tuple[str, ...], option: str) 
         cli.settings_from(parse(*argv))
 
 
-def test_a_signal_cancels_the_work_and_waits_for_its_clean_up() -> None:
-    cleaned: list[str] = []
+@dataclass
+class Part:
+    name: str
+    said: list[str]
+    fails: bool = False
 
-    async def work() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await asyncio.sleep(0)
-            cleaned.append("released")
+    async def start(self) -> None:
+        if self.fails:
+            raise OSError(f"{self.name}: address already in use")
+        self.said.append(f"start {self.name}")
 
-    async def go() -> None:
-        waiting = asyncio.create_task(cli.until_signalled(work(), (signal.SIGUSR1,)))
-        await asyncio.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGUSR1)
-        await asyncio.wait_for(waiting, 5)
-
-    asyncio.run(go())
-    assert cleaned == ["released"]
+    async def stop(self) -> None:
+        self.said.append(f"stop {self.name}")
 
 
-def test_work_that_fails_is_not_hidden() -> None:
-    async def work() -> None:
-        raise RuntimeError("the cache could not start")
-
-    with pytest.raises(RuntimeError, match="could not start"):
-        asyncio.run(cli.until_signalled(work(), (signal.SIGUSR1,)))
+def leader(api: FakeApi) -> str:
+    found = api.get_object("Lease", "draq-system", "draq-operator")
+    assert found is not None
+    return str(found["spec"]["holderIdentity"])
 
 
-def test_a_signalled_operator_gives_its_lease_up() -> None:
+def test_the_cleanup_gives_the_lease_up_before_the_parts_stop() -> None:
+    said: list[str] = []
+
     async def go() -> None:
         api = cluster()
         settings = OperatorSettings(kubernetes_version="1.35", identity="draq-a", lease_seconds=5)
         operator = Operator(settings, api=api, clock=FakeClock())
-        waiting = asyncio.create_task(cli.until_signalled(operator.run(), (signal.SIGUSR1,)))
+        lifecycle = Lifecycle(operator, [Part("probes", said), Part("webhooks", said)], asyncio.Event())
+        await lifecycle.start()
         assert operator.elector is not None
         await asyncio.wait_for(operator.elector.leading.wait(), 5)
-        found = api.get_object("Lease", "draq-system", "draq-operator")
-        assert found is not None and found["spec"]["holderIdentity"] == "draq-a"
-        os.kill(os.getpid(), signal.SIGUSR1)
-        await asyncio.wait_for(waiting, 5)
-        found = api.get_object("Lease", "draq-system", "draq-operator")
-        assert found is not None and found["spec"]["holderIdentity"] == ""
+        assert leader(api) == "draq-a"
+        await lifecycle.stop()
+        said.append(f"holder after stop: {leader(api)!r}")
+        assert lifecycle.failure is None and not lifecycle.stop_flag.is_set()
 
     asyncio.run(go())
+    assert said == ["start probes", "start webhooks", "stop webhooks", "stop probes", "holder after stop: ''"]
+
+
+def test_a_part_that_cannot_start_stops_the_process_with_its_error() -> None:
+    said: list[str] = []
+
+    async def go() -> Lifecycle:
+        operator = Operator(OperatorSettings(leader_election=False), api=cluster(), clock=FakeClock())
+        lifecycle = Lifecycle(operator, [Part("probes", said), Part("webhooks", said, fails=True)], asyncio.Event())
+        await lifecycle.start()
+        return lifecycle
+
+    lifecycle = asyncio.run(go())
+    assert said == ["start probes", "stop probes"]
+    assert lifecycle.stop_flag.is_set() and isinstance(lifecycle.failure, OSError)
+    assert "webhooks: address already in use" in str(lifecycle.failure)
+
+
+def test_a_loop_that_fails_stops_the_process_with_its_error() -> None:
+    async def go() -> Lifecycle:
+        operator = Operator(OperatorSettings(leader_election=False), api=cluster(), clock=FakeClock())
+
+        async def broken() -> None:
+            raise DraqError("leader election stopped")
+
+        operator.run = broken  # type: ignore[method-assign]
+        lifecycle = Lifecycle(operator, [], asyncio.Event())
+        await lifecycle.start()
+        await asyncio.wait_for(lifecycle.stop_flag.wait(), 5)
+        await lifecycle.stop()
+        return lifecycle
+
+    lifecycle = asyncio.run(go())
+    assert isinstance(lifecycle.failure, DraqError) and "leader election stopped" in str(lifecycle.failure)
+
+
+def test_readiness_waits_for_kopf() -> None:
+    process = KopfProcess(Operator(OperatorSettings(leader_election=False), api=cluster(), clock=FakeClock()))
+    assert process.unready() == "kopf has not finished starting"
+    process.ready_flag.set()
+    assert process.unready() == ""
