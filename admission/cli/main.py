@@ -19,6 +19,8 @@ COMMANDS = (
     ("allocate", "admission.cli.allocate"),
     ("simulate", "admission.cli.simulate"),
     ("gaps", "admission.cli.gaps"),
+    ("queues", "admission.cli.queues"),
+    ("why", "admission.cli.why"),
     ("webhook", "admission.cli.webhook"),
     ("cluster", "admission.cli.cluster"),
 )

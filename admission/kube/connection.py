@@ -1,9 +1,13 @@
 """The connection details of `Credentials`, for a client other than `KubeApi` (kopf's login handler): the
-same kubeconfig, context or in-cluster account, so every part of `draq run` talks to the API as one user."""
+same kubeconfig, context or in-cluster account, so every part of `draq run` talks to the API as one user;
+and the context's namespace, for commands that take one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import config as k8s_config
 
 from admission.kube.client import Credentials
 
@@ -31,3 +35,15 @@ def connection_of(credentials: Credentials) -> Connection:
 def _authorization(header: str) -> tuple[str | None, str | None]:
     scheme, _, token = header.strip().partition(" ")
     return (scheme, token.strip()) if scheme and token.strip() else (None, None)
+
+
+def context_namespace(kubeconfig: Path | None = None, context: str | None = None) -> str:
+    """The namespace of the kubeconfig's context (as kubectl takes it when no -n is given), else `default`."""
+    try:
+        contexts, active = k8s_config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            str(kubeconfig) if kubeconfig else None)
+    except (k8s_config.ConfigException, OSError):
+        return "default"  # no kubeconfig (in cluster): the credentials' own loader says what is wrong
+    chosen = next((c for c in contexts or [] if c.get("name") == context), None) if context else active
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"

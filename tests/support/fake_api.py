@@ -45,6 +45,11 @@ def parse_path(path: str) -> Target:
     return Target(rest[0], namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
 
 
+def _equalities(selector: str) -> dict[str, str]:
+    """A label selector of `key=value` terms (the only form the fake answers)."""
+    return dict(term.split("=", 1) for term in selector.split(",") if term)
+
+
 def merge(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, Mapping):
@@ -90,8 +95,10 @@ class FakeApi:
         self._maybe_fail("GET", path)
         target = parse_path(path)
         if not target.name:
+            wanted = _equalities((params or {}).get("labelSelector", ""))
             items = [copy.deepcopy(o) for (plural, ns, _), o in sorted(self.objects.items())
-                     if plural == target.plural and (not target.namespace or ns == target.namespace)]
+                     if plural == target.plural and (not target.namespace or ns == target.namespace)
+                     and wanted.items() <= ((o.get("metadata") or {}).get("labels") or {}).items()]
             return {"metadata": {"resourceVersion": str(self._version)}, "items": items}
         return copy.deepcopy(self._existing("GET", path, target))
 

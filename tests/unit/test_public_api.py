@@ -59,6 +59,9 @@ PUBLIC = {
         "loop_unready", "pod_queues", "published_devices", "queue_figures", "queue_infos", "release_latency",
         "review_outcome",
     ],
+    "admission.core.views": [
+        "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why",
+    ],
     "admission.core.cel": [
         "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",
         "compile_expression", "compile_selector",
