@@ -1,0 +1,47 @@
+"""What-if admission: the operator's admission cycle run repeatedly on a simulated cluster (`simulate`),
+and the smallest set of added nodes that lets waiting groups run (`plan_nodes`).
+
+Pure: objects in, outcomes out; the clock is the snapshot's start time, passed in. `World` is the
+simulated cluster, `submit` turns Jobs and pods into what the cluster holds after the Job controller and
+draq's mutating webhook, `declared_run_times` reads the `draq.io/run-time` annotations.
+"""
+
+from admission.core.simulate.engine import (
+    DEFAULT_RUN_TIME,
+    Progress,
+    ProgressHook,
+    SimulationSettings,
+    run_time,
+    simulate,
+)
+from admission.core.simulate.results import ClaimDevices, Fate, GroupOutcome, SimulationResult, render_table
+from admission.core.simulate.workloads import (
+    RUN_TIME_ANNOTATION,
+    declared_run_times,
+    format_duration,
+    job_pods,
+    parse_duration,
+    submit,
+)
+from admission.core.simulate.world import World
+
+__all__ = [
+    "DEFAULT_RUN_TIME",
+    "RUN_TIME_ANNOTATION",
+    "ClaimDevices",
+    "Fate",
+    "GroupOutcome",
+    "Progress",
+    "ProgressHook",
+    "SimulationResult",
+    "SimulationSettings",
+    "World",
+    "declared_run_times",
+    "format_duration",
+    "job_pods",
+    "parse_duration",
+    "render_table",
+    "run_time",
+    "simulate",
+    "submit",
+]
