@@ -3,7 +3,8 @@ and the smallest set of added nodes that lets waiting groups run (`plan_nodes`).
 
 Pure: objects in, outcomes out; the clock is the snapshot's start time, passed in. `World` is the
 simulated cluster, `submit` turns Jobs and pods into what the cluster holds after the Job controller and
-draq's mutating webhook, `declared_run_times` reads the `draq.io/run-time` annotations.
+draq's mutating webhook, `load` parses manifests (files or a live listing) into a `World` and `merged` puts
+changes on top, `declared_run_times` reads the `draq.io/run-time` annotations.
 """
 
 from admission.core.simulate.engine import (
@@ -14,6 +15,8 @@ from admission.core.simulate.engine import (
     run_time,
     simulate,
 )
+from admission.core.simulate.inputs import Loaded, load, merged
+from admission.core.simulate.plan import NodeMaker, NodePlan, plan_nodes
 from admission.core.simulate.results import ClaimDevices, Fate, GroupOutcome, SimulationResult, render_table
 from admission.core.simulate.workloads import (
     RUN_TIME_ANNOTATION,
@@ -31,6 +34,9 @@ __all__ = [
     "ClaimDevices",
     "Fate",
     "GroupOutcome",
+    "Loaded",
+    "NodeMaker",
+    "NodePlan",
     "Progress",
     "ProgressHook",
     "SimulationResult",
@@ -39,7 +45,10 @@ __all__ = [
     "declared_run_times",
     "format_duration",
     "job_pods",
+    "load",
+    "merged",
     "parse_duration",
+    "plan_nodes",
     "render_table",
     "run_time",
     "simulate",

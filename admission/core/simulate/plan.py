@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from admission.core.cycle import WaitReason
 from admission.core.models import Model
-from admission.core.simulate.engine import SimulationSettings, simulate
+from admission.core.simulate.engine import ProgressHook, SimulationSettings, simulate
 from admission.core.simulate.results import Fate, GroupOutcome, SimulationResult
 from admission.core.simulate.world import World
 
@@ -61,16 +61,18 @@ class NodePlan:
 
 class _Search:
     def __init__(self, world: World, settings: SimulationSettings, profiles: Sequence[str], make: NodeMaker,
-                 targets: Collection[str]) -> None:
+                 targets: Collection[str], progress: ProgressHook | None) -> None:
         self.world, self.settings, self.profiles, self.make = world, settings, tuple(profiles), make
         self.targets = tuple(targets)
+        self.progress = progress
         self.runs: dict[tuple[int, ...], SimulationResult] = {}
 
     def run(self, counts: tuple[int, ...]) -> SimulationResult:
         if counts not in self.runs:
             added = [m for profile, n in zip(self.profiles, counts, strict=True) for i in range(n)
                      for m in self.make(profile, i)]
-            self.runs[counts] = simulate(self.world.with_models(added), self.settings, targets=self.targets)
+            self.runs[counts] = simulate(self.world.with_models(added), self.settings, self.progress,
+                                          targets=self.targets)
         return self.runs[counts]
 
     def admitted(self, counts: tuple[int, ...]) -> set[str]:
@@ -91,15 +93,16 @@ class _Search:
 
 
 def plan_nodes(world: World, settings: SimulationSettings, profiles: Sequence[str], make: NodeMaker,
-               targets: Collection[str] | None = None, within: float = 0.0) -> NodePlan:
+               targets: Collection[str] | None = None, within: float = 0.0,
+               progress: ProgressHook | None = None) -> NodePlan:
     """The fewest nodes of `profiles` to add so that `targets` (default: every group that waits now) are
     admitted within `within` seconds of simulated time."""
     if not profiles:
         raise ValueError("plan_nodes needs at least one profile")
     bounded = replace(settings, horizon=within)
-    baseline = simulate(world, bounded)
+    baseline = simulate(world, bounded, progress)
     wanted_all = tuple(targets) if targets is not None else tuple(o.group for o in baseline.waiting)
-    search = _Search(world, bounded, profiles, make, wanted_all)
+    search = _Search(world, bounded, profiles, make, wanted_all, progress)
     search.runs[(0,) * len(profiles)] = baseline
     # No pending pod needs more than one new node: as many nodes of each profile as pending pods is enough
     # for every target, and for the groups ahead of them in the queue.

@@ -108,13 +108,23 @@ def render_table(result: SimulationResult, *, details: bool = True) -> list[str]
             lines.append(f"{o.group} (cycle {o.cycle}, +{format_duration(o.admitted_after or 0)}):")
             lines += [f"  pod {pod} -> node {node}" for pod, node in o.nodes]
             for claim in o.claims:
-                lines.append(f"  claim {claim.claim}: " + ", ".join(f"{r}={d}" for r, d in claim.devices))
+                lines.append(f"  claim {claim.claim}: {_devices(claim.devices)}")
             if o.borrowed:
                 lines.append(f"  borrowed from the cohort: {o.borrowed.describe()}")
     if result.waiting:
         lines += ["", "why groups wait:"]
         lines += [f"{o.group}: {o.reason}: {o.message}" for o in result.waiting]
     return lines
+
+
+def _devices(devices: Sequence[tuple[str, str]]) -> str:
+    """`gpu: gpu.nvidia.com/node-1/{gpu-0,gpu-1}`: per request and pool, the devices' names."""
+    pools: dict[tuple[str, str], list[str]] = {}
+    for request, device in devices:
+        pool, _, name = device.rpartition("/")
+        pools.setdefault((request, pool), []).append(name)
+    return "; ".join(f"{request}: {pool}/{names[0]}" if len(names) == 1 else f"{request}: {pool}/{{{','.join(names)}}}"
+                     for (request, pool), names in pools.items())
 
 
 def _at(seconds: float | None) -> str:
