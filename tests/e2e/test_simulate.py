@@ -1,0 +1,121 @@
+"""`draq simulate` against the operator on the real control plane: from the starting snapshot it predicts
+which groups are admitted in which wave (the first cycle, then after each group finishes) and on which
+nodes; the operator, with the real scheduler binding the pods, must do the same.
+
+Groups finish in the order the simulation says (their declared run times differ): the test completes
+the pods of the group the simulation finishes next, then waits for the operator's next admissions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from typing import Any
+
+from kubernetes import client
+
+from admission.cli.main import main
+from admission.localcluster.controlplane import ControlPlane
+from admission.localcluster.nodesim import NodeSimulator
+from tests.e2e.test_closed_loop import member, template
+from tests.e2e.test_operator import RunningOperator, apply, crds, pod_group, queues, settings
+from tests.e2e.waiting import until
+
+__all__ = ["crds"]
+
+# name, members, GPUs per member, declared run time; 2 nodes × 8 GPUs and a quota of 16 GPUs
+GROUPS = (("a", 2, 4, "1m"), ("b", 1, 8, "3m"), ("c", 2, 2, "90s"), ("d", 1, 6, "4m"), ("e", 3, 4, "5m"))
+HOLDS_QUOTA = ("Admitted", "Running")
+
+
+def predicted(control_plane: ControlPlane) -> dict[str, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["simulate", "--kubeconfig", str(control_plane.kubeconfig), "-o", "json", "--quiet"])
+    assert status == 0, out.getvalue()
+    document: dict[str, Any] = json.loads(out.getvalue())
+    return document
+
+
+def real_plan(api: Any, namespace: str, group: str) -> dict[str, str] | None:
+    """The nodes the operator planned for `group`'s members, once it is admitted."""
+    record = pod_group(api, namespace, group) or {}
+    status = record.get("status") or {}
+    if status.get("phase") not in HOLDS_QUOTA:
+        return None
+    return {p["name"]: p["node"] for p in (status.get("plan") or {}).get("pods") or []}
+
+
+def admitted_now(api: Any, namespace: str) -> set[str]:
+    records = client.CustomObjectsApi(api).list_namespaced_custom_object("draq.io", "v1alpha1", namespace, "podgroups")
+    return {r["metadata"]["name"] for r in records["items"] if (r.get("status") or {}).get("phase") in HOLDS_QUOTA}
+
+
+def test_the_operator_admits_what_the_simulation_predicted_in_the_same_waves_on_the_same_nodes(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
+        crds: None) -> None:
+    for i in range(2):
+        nodesim.add_node(f"sim-{unique}-{i}", "h100")
+    queues(control_plane, namespace, unique, gpus=16)
+    for name, size, gpus, run_time in GROUPS:  # created in name order: the queue's FIFO order
+        group = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": namespace, "annotations": {"draq.io/run-time": run_time}},
+                 "spec": {"minMember": size, "queue": "lq"}}
+        apply(control_plane, group, template(namespace, name, gpus),
+              *(member(namespace, name, f"{name}-{i}", size, gpus) for i in range(size)))
+
+    simulation = predicted(control_plane)["simulation"]
+    outcomes = {o["group"].split("/", 1)[1]: o for o in simulation["groups"] if o["group"].startswith(f"{namespace}/")}
+    assert set(outcomes) == {name for name, *_ in GROUPS}
+    assert all(o["fate"] == "Admitted" for o in outcomes.values()), outcomes
+    waves: dict[int, list[str]] = {}
+    for name, o in outcomes.items():
+        waves.setdefault(o["cycle"], []).append(name)
+    assert len(waves) >= 3, f"the scenario must make groups wait for others to finish: {waves}"
+    ends = [o["finishedAfterSeconds"] for o in outcomes.values()]
+    assert len(set(ends)) == len(ends), f"one group finishes at a time, as the test finishes them: {ends}"
+    print("predicted waves:", {cycle: sorted(names) for cycle, names in sorted(waves.items())})
+
+    running = RunningOperator(settings(control_plane, namespace)).start()
+    try:
+        admitted: set[str] = set()  # admitted and not finished
+        finished: set[str] = set()
+        for cycle in sorted(waves):
+            expected = set(waves[cycle])
+            wanted = admitted | expected
+            until(f"cycle {cycle}: {sorted(expected)} admitted", lambda: admitted_now(api, namespace),
+                  accept=lambda now, wanted=wanted: now >= wanted, timeout=90)  # type: ignore[misc]
+            assert admitted_now(api, namespace) - admitted == expected, "no other group is admitted in this wave"
+            for name in sorted(expected):
+                planned = {p["pod"]: p["node"] for p in outcomes[name]["nodes"]}
+                assert real_plan(api, namespace, name) == planned, f"group {name} on the predicted nodes"
+            admitted = wanted
+            # Finish the groups the simulation ends before the next wave, in its order.
+            later = [c for c in sorted(waves) if c > cycle]
+            if not later:
+                break
+            start_next = outcomes[waves[later[0]][0]]["admittedAfterSeconds"]
+            ending = sorted((o["finishedAfterSeconds"], name) for name, o in outcomes.items()
+                            if name in admitted and o["finishedAfterSeconds"] is not None
+                            and o["finishedAfterSeconds"] <= start_next)
+            assert ending, f"the simulation admits wave {later[0]} only after a group finishes"
+            for _, name in ending:
+                finish(api, nodesim, namespace, name, outcomes[name])
+                admitted.discard(name)
+                finished.add(name)
+        assert finished | admitted == set(outcomes)
+    finally:
+        running.stop()
+    assert running.error is None, running.error
+
+
+def finish(api: Any, nodesim: NodeSimulator, namespace: str, group: str, outcome: dict[str, Any]) -> None:
+    core = client.CoreV1Api(api)
+    members = [p["pod"] for p in outcome["nodes"]]
+    until(f"every member of {group} running", lambda: [core.read_namespaced_pod(m, namespace) for m in members],
+          accept=lambda pods: all(p.spec.node_name and p.status.phase == "Running" for p in pods), timeout=90)
+    for name in members:
+        nodesim.complete(namespace, name)
+    until(f"{group} finished", lambda: pod_group(api, namespace, group),
+          accept=lambda g: (g.get("status") or {}).get("phase") == "Finished", timeout=60)
