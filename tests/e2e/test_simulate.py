@@ -48,7 +48,8 @@ def real_plan(api: Any, namespace: str, group: str) -> dict[str, str] | None:
 
 
 def admitted_now(api: Any, namespace: str) -> set[str]:
-    records = client.CustomObjectsApi(api).list_namespaced_custom_object("draq.io", "v1alpha1", namespace, "podgroups")
+    records: Any = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "draq.io", "v1alpha1", namespace, "podgroups")
     return {r["metadata"]["name"] for r in records["items"] if (r.get("status") or {}).get("phase") in HOLDS_QUOTA}
 
 
@@ -114,7 +115,8 @@ def finish(api: Any, nodesim: NodeSimulator, namespace: str, group: str, outcome
     core = client.CoreV1Api(api)
     members = [p["pod"] for p in outcome["nodes"]]
     until(f"every member of {group} running", lambda: [core.read_namespaced_pod(m, namespace) for m in members],
-          accept=lambda pods: all(p.spec.node_name and p.status.phase == "Running" for p in pods), timeout=90)
+          accept=lambda pods: all(p.spec and p.spec.node_name and p.status and p.status.phase == "Running"
+                                     for p in pods), timeout=90)
     for name in members:
         nodesim.complete(namespace, name)
     until(f"{group} finished", lambda: pod_group(api, namespace, group),
