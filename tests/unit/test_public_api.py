@@ -62,6 +62,12 @@ PUBLIC = {
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why",
     ],
+    "admission.core.simulate": [
+        "ClaimDevices", "DEFAULT_RUN_TIME", "Fate", "GroupOutcome", "Loaded", "NodeMaker", "NodePlan", "Progress",
+        "ProgressHook", "RUN_TIME_ANNOTATION", "SimulationResult", "SimulationSettings", "World",
+        "declared_run_times", "format_duration", "job_pods", "load", "merged", "parse_duration", "plan_nodes",
+        "render_table", "run_time", "simulate", "submit",
+    ],
     "admission.core.cel": [
         "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",
         "compile_expression", "compile_selector",
