@@ -1,0 +1,49 @@
+"""`draq simulate` from files: the demo's queues and workloads on nodes of the built-in profiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from admission.cli.main import main
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "examples" / "demo"
+BASE = ["simulate", "--snapshot", str(DEMO / "queues.yaml"), "-f", str(DEMO / "workloads.yaml"),
+        "--start", "2026-11-23T12:00:00Z", "--quiet"]
+
+
+def test_json_names_every_group_with_its_fate_nodes_and_charge(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main([*BASE, "--add-nodes", "h100=2,mi300x=1", "-o", "json", "--expect-admitted", "research/llm-finetune"])
+    document = json.loads(capsys.readouterr().out)
+    assert status == 0
+    groups = {g["group"]: g for g in document["simulation"]["groups"]}
+    finetune = groups["research/llm-finetune"]
+    assert (finetune["fate"], finetune["cycle"]) == ("Admitted", 1)
+    assert {n["node"] for n in finetune["nodes"]} == {"added-h100-0", "added-h100-1"}
+    assert finetune["charge"] == {"gpus": "16", "nvidia-memory": "1280Gi"}
+    assert groups["serving/giant"]["fate"] == "Waiting"
+    assert groups["serving/giant"]["reason"] == "DevicesUnavailable"
+
+
+def test_expect_admitted_fails_for_a_group_that_waits(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main([*BASE, "--add-nodes", "mi300x=1", "--expect-admitted", "serving/giant"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "serving/giant is not admitted in the simulation" in captured.err
+    assert "serving/giant: DevicesUnavailable:" in captured.out
+
+
+def test_plan_nodes_from_files(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main([*BASE, "--plan-nodes", "h100,mi300x", "-o", "json"])
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert status == 0
+    assert plan["nodes"] == {"h100": 2, "mi300x": 1} and plan["total"] == 3
+    assert [g["group"] for g in plan["cannotRun"]] == ["serving/giant"]
+
+
+def test_an_unknown_profile_is_an_error_naming_the_profiles(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--add-nodes", "tpu=1"]) == 2
+    assert "h100" in capsys.readouterr().err
