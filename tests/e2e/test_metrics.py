@@ -327,10 +327,12 @@ def stack(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator) -> Iter
         until("Prometheus to scrape the new queues", lambda: prometheus.value(
             f'draq_admissions_total{{cluster_queue="{names.cq_a}"}}') == 0, timeout=30)
         run_workload(control_plane, api, names, namespace, outside)
-        until("the borrowed GPUs and the gap to be scraped", lambda: (
+        # rate() over the one denial needs two samples of its counter
+        until("the borrowed GPUs, the gap and the denial to be scraped", lambda: (
             prometheus.value(f'draq_cluster_queue_borrowed{{cluster_queue="{names.cq_b}"}}'),
-            prometheus.value('draq_accounting_gaps{kind="OutsideQueues"}')),
-            accept=lambda v: v[0] == 4 and (v[1] or 0) >= 1, timeout=60)
+            prometheus.value('draq_accounting_gaps{kind="OutsideQueues"}'),
+            prometheus.value('sum(count_over_time(draq_webhook_denials_total[2m]))')),
+            accept=lambda v: v[0] == 4 and (v[1] or 0) >= 1 and (v[2] or 0) >= 2, timeout=60)
         yield Stack(draq, prometheus, names, namespace)
     finally:
         if prometheus is not None:
