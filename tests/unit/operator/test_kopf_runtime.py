@@ -12,8 +12,10 @@ import kopf
 from admission.core.labels import API_VERSION
 from admission.kube.client import Credentials
 from admission.kube.connection import Connection, connection_of
+from admission.localcluster import rbac
 from admission.operator import Operator, OperatorSettings
 from admission.operator.runtime import (
+    GROUP,
     WATCHED,
     Lifecycle,
     NoDiffBase,
@@ -23,6 +25,7 @@ from admission.operator.runtime import (
     kopf_settings,
 )
 from tests.support.clock import FakeClock
+from tests.unit.chart.support import Request, allowed
 
 from .operator_world import cluster
 
@@ -115,3 +118,13 @@ def test_kopf_logs_in_as_draq_does() -> None:
     credentials = Credentials("https://10.0.0.1:443", ssl.create_default_context(), Configuration())
     assert connection_of(credentials) == Connection("https://10.0.0.1:443", "/pki/ca.crt", False, None, None,
                                                     "Bearer", "abc.def")
+
+
+def test_the_charts_rights_cover_what_kopf_does() -> None:
+    """kopf lists and watches draq's kinds across namespaces and posts Events (in `default` for draq's
+    cluster-scoped kinds, in the object's namespace otherwise); nothing else."""
+    rights = rbac.Rights()
+    cluster_rules = rbac.rules(*rights.cluster_files())
+    requests = [Request(verb, GROUP, plural, "", "") for plural in WATCHED.values() for verb in ("list", "watch")]
+    requests += [Request("create", "", "events", namespace, "") for namespace in ("default", "team")]
+    assert [r.describe() for r in requests if not allowed(r, cluster_rules, [], "draq-system")] == []
