@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from admission.core.errors import InvalidInput
 
@@ -45,6 +45,11 @@ class FeatureGates:
 
     version: str
     enabled: frozenset[str]
+    # The minor release, read once: the allocator asks for it on every node and device.
+    minor: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "minor", int(self.version.split(".")[1]))
 
     def __contains__(self, gate: object) -> bool:
         return gate in self.enabled
@@ -81,10 +86,6 @@ class FeatureGates:
     @property
     def list_type_attributes(self) -> bool:
         return "DRAListTypeAttributes" in self.enabled
-
-    @property
-    def minor(self) -> int:
-        return int(self.version.split(".")[1])
 
 
 def normalize_version(version: str | None) -> str:

@@ -57,6 +57,13 @@ class Reflector:
         self._on_change = on_change or (lambda: None)
         self._on_delete = on_delete or (lambda key: None)
         self._retry_absent_after = retry_absent_after
+        # Every change of the store, for one reader that keeps what it derived from it (`track_changes`
+        # on): `relisted` says the whole store was replaced since `take_changes`; `dirty` names the keys
+        # changed since, in order, True for a key that went to the end of the store (added or deleted).
+        self.generation = 0
+        self.track_changes = False
+        self.relisted = True
+        self.dirty: dict[Key, bool] = {}
 
     def key(self, obj: Mapping[str, Any]) -> Key:
         meta = metadata(obj)
@@ -89,12 +96,14 @@ class Reflector:
             if err.status != 404:
                 raise
             self.store = {}  # the CRD is not installed (yet)
+            self._relist()
             self.synced.set()
             self._on_change()
             return None
         items = listing.get("items") or []
         projected = (self.projected(obj) for obj in items if isinstance(obj, Mapping))
         self.store = {self.key(obj): obj for obj in projected}
+        self._relist()
         self.synced.set()
         self._on_change()
         return str(metadata(listing).get("resourceVersion", ""))
@@ -104,17 +113,41 @@ class Reflector:
             kind, obj = event.get("type"), event.get("object")
             if not isinstance(obj, Mapping):
                 continue
-            if kind in ("ADDED", "MODIFIED"):
-                self.store[self.key(obj)] = self.projected(obj)
-            elif kind == "DELETED":
-                key = self.key(obj)
-                self.store.pop(key, None)
-                self._on_delete(key)
-            elif kind == "ERROR":
+            if kind == "ERROR":
                 return  # usually 410 Gone: list again
+            self.apply_event(str(kind), obj)
+
+    def apply_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """One watch event on the store (ADDED, MODIFIED, DELETED; others, e.g. BOOKMARK, change nothing)."""
+        key = self.key(obj)
+        if kind in ("ADDED", "MODIFIED"):
+            moved = key not in self.store
+            self.store[key] = self.projected(obj)
+        elif kind == "DELETED":
+            moved = True
+            self.store.pop(key, None)
+            self._on_delete(key)
+        else:
+            return
+        self.generation += 1
+        if self.track_changes and not self.relisted:
+            if moved:
+                self.dirty.pop(key, None)
+                self.dirty[key] = True
             else:
-                continue  # BOOKMARK
-            self._on_change()
+                self.dirty.setdefault(key, False)
+        self._on_change()
+
+    def _relist(self) -> None:
+        self.generation += 1
+        self.relisted = True
+        self.dirty.clear()
+
+    def take_changes(self) -> tuple[bool, dict[Key, bool]]:
+        """What changed since the last call: (whole store replaced, `dirty`); for one reader only."""
+        changes = (self.relisted, self.dirty)
+        self.relisted, self.dirty = False, {}
+        return changes
 
 
 async def start_all(reflectors: list[Reflector], timeout: float) -> list[asyncio.Task[None]]:

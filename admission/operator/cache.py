@@ -76,6 +76,8 @@ class OperatorCache:
         self._clock = clock
         self.reflectors = {res.kind: Reflector(api, res, project, self.changed.set, on_delete=self._forgetter(res.kind))
                            for res, project in resources}
+        for reflector in self.reflectors.values():
+            reflector.track_changes = True  # the reader parses only what changed (`take_changes`)
         self._assumed: dict[str, dict[Key, tuple[float, dict[str, Any]]]] = {k: {} for k in self.reflectors}
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -103,15 +105,25 @@ class OperatorCache:
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
         store = dict(self.reflectors[kind].store)
+        store.update(self.assumed(kind))
+        return list(store.values())
+
+    def assumed(self, kind: str) -> dict[Key, dict[str, Any]]:
+        """The operator's writes of this kind that are still newer than what the watch delivered; they
+        stand in for the stored object of their key (`objects`)."""
+        store = self.reflectors[kind].store
         assumed = self._assumed[kind]
+        if not assumed:
+            return {}
         now = self._clock.monotonic()
+        current = {}
         for key, (when, obj) in list(assumed.items()):
             seen = store.get(key)
             if (seen is not None and _version(seen) >= _version(obj)) or now - when > ASSUME_SECONDS:
                 del assumed[key]  # the watch caught up (or the object went away meanwhile)
             else:
-                store[key] = obj
-        return list(store.values())
+                current[key] = obj
+        return current
 
 
 def _version(obj: Mapping[str, Any]) -> int:

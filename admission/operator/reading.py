@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -19,7 +19,8 @@ from admission.core.cycle import (
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.labels import QUEUE_LABEL
-from admission.core.models import Model, Pod, parse_object
+from admission.core.models import Pod, parse_object
+from admission.core.models.device_taint_rule import apply_taint_rules
 from admission.core.quota import (
     ClusterQueue,
     CompiledUnit,
@@ -35,6 +36,7 @@ from admission.core.quota import (
 from admission.core.quota.status import unit_problems
 from admission.core.quota.unreadable import Unreadable, unreadable
 from admission.kube.clock import SYSTEM_CLOCK, Clock
+from admission.kube.reflector import Key
 from admission.operator.cache import OperatorCache
 
 log = logging.getLogger(__name__)
@@ -53,11 +55,43 @@ class Reading:
     usage_current: bool = True
 
 
+class _Parsed:
+    """One kind's cached objects parsed once per (uid, resourceVersion), in the cache's order, kept
+    from one reading to the next; `models` and `bad` are new lists only when something changed."""
+
+    def __init__(self) -> None:
+        self.entries: dict[Key, _Entry] = {}
+        self.kept: dict[Key, _Entry] = {}  # the entries `keep` selects (e.g. pods carrying draq's labels)
+        # The entries with the operator's assumed writes in place of the stored objects (`cache.objects`).
+        self.current: dict[Key, _Entry] = self.entries
+        self.current_kept: dict[Key, _Entry] = self.kept
+        self.models: list[Any] = []
+        self.bad: list[Unreadable] = []
+        self.overlaid = False  # the last output had assumed writes of the operator in it
+        # The models by their own key (`ns/name`), as `models` orders them, and the keys changed in the
+        # last reading (None: not known); kept where the reader asks for it (pods).
+        self.by_key: dict[str, Any] = {}
+        self.changed_keys: set[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    token: tuple[str, str]  # (uid, resourceVersion); ("", "") parses again every time
+    manifest: Mapping[str, Any]
+    model: Any  # the parsed object, or None
+    bad: Unreadable | None
+
+
 class CacheReader:
     """Parses the cache; objects that do not parse are skipped with one warning each (per version).
 
     draq's own objects that do not parse, and QuotaUnits that fail on the cluster's devices, are named in
     `CycleInput.invalid` with the reason, so that only the groups and queues that use them wait.
+
+    Kept between readings (`docs/operator.md`, "The cache and the snapshot"): every object parsed once per
+    resourceVersion (only the keys the watch changed are looked at), the snapshot (each reading's is the
+    previous one updated copy-on-write, with its node views and selector results), and what is derived
+    from unchanged inputs (charging inventory, QuotaUnit problems).
     """
 
     def __init__(self, cache: OperatorCache, gates: FeatureGates, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -66,39 +100,74 @@ class CacheReader:
         self.clock = clock
         self._warned: set[tuple[str, str]] = set()
         self._last_good: QueueState | None = None
-        self._known_pods: dict[str, tuple[str, Pod]] = {}  # `ns/name` -> (resourceVersion, parsed)
+        self._parsed: dict[str, _Parsed] = {}
+        self._snapshot: Snapshot | None = None
+        self._snapshot_inputs: dict[str, list[Any]] = {}
+        self._pods_by_key: tuple[dict[str, Pod], set[str] | None] = ({}, None)
+        self._problems: tuple[tuple[CompiledUnit, ...], object, dict[str, str]] | None = None
 
     def read(self) -> Reading:
-        models: list[Model] = []
-        for kind in DRA_KINDS:
-            models.extend(self._parsed(kind, lambda m: parse_object(m)))
-        pod_manifests = self.cache.objects("Pod")
-        pods = self._pods(pod_manifests)
-        group_manifests = self.cache.objects("PodGroup")
+        inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object) for kind in DRA_KINDS}
+        inputs["Pod"] = self._models("Pod", _pod_or_none, keep=_has_queue_label, keyed=True)
+        pod_memo = self._parsed["Pod"]
+        self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
+        managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
         bad: list[Unreadable] = []
-        pod_groups = self._parse_each("PodGroup", group_manifests, parse_pod_group, bad)
+        pod_groups = self._models("PodGroup", parse_pod_group, bad)
+        group_manifests = [e.manifest for e in self._parsed["PodGroup"].current.values()]
         created = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": str(_meta(m).get("creationTimestamp", ""))
                    for m in group_manifests}
-        groups = collect_groups(pods, pod_groups, created, {b.key: b.reason for b in bad})
-        queues = tuple(self._parsed("ClusterQueue", parse_cluster_queue, bad))
-        local_queues = {q.key: q for q in self._parsed("LocalQueue", parse_local_queue, bad)}
-        compiled = self._parsed("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()), bad)
+        groups = collect_groups(managed, pod_groups, created, {b.key: b.reason for b in bad})
+        queues = tuple(self._models("ClusterQueue", parse_cluster_queue, bad))
+        local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue, bad)}
+        compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()), bad)
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
-        manifests = {f"Pod {_key(m)}": m for m in pod_manifests if QUEUE_LABEL in (_meta(m).get("labels") or {})}
+        manifests: dict[str, Mapping[str, Any]] = {f"Pod {_key(e.manifest)}": e.manifest
+                                                   for e in pod_memo.current_kept.values()}
         manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
         state, current = self._state(queues, groups, bad)
-        snapshot = Snapshot.from_models([*models, *pods])  # every pod: those on nodes take their room
+        snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
         units, invalid = self._usable(compiled, snapshot, bad)
         cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
                            promised_devices(groups, snapshot.claims), labels, self.clock.now(),
                            timer=self.clock.monotonic, invalid=invalid)
         return Reading(cycle, queues, manifests, current)
 
+    def _snapshot_of(self, inputs: dict[str, list[Any]]) -> Snapshot:
+        """This reading's snapshot: the previous one updated with the kinds whose objects changed."""
+        previous, before = self._snapshot, self._snapshot_inputs
+        changed = {kind for kind, models in inputs.items() if before.get(kind) is not models}
+        if previous is None:
+            snapshot = Snapshot.from_models([m for models in inputs.values() for m in models])
+        elif changed:
+            slices = None
+            if changed & {"ResourceSlice", "DeviceTaintRule"}:
+                slices = apply_taint_rules(inputs["ResourceSlice"], inputs["DeviceTaintRule"])
+            snapshot = previous.updated(
+                nodes=inputs["Node"] if "Node" in changed else None,
+                classes=inputs["DeviceClass"] if "DeviceClass" in changed else None,
+                slices=slices,
+                claims=inputs["ResourceClaim"] if "ResourceClaim" in changed else None,
+                templates=inputs["ResourceClaimTemplate"] if "ResourceClaimTemplate" in changed else None,
+                pods=self._pods_by_key[0] if "Pod" in changed else None,
+                changed_pods=self._pods_by_key[1])
+        else:
+            snapshot = previous
+        self._snapshot, self._snapshot_inputs = snapshot, inputs
+        return snapshot
+
     def _usable(self, units: list[CompiledUnit], snapshot: Snapshot,
                 bad: list[Unreadable]) -> tuple[tuple[CompiledUnit, ...], dict[str, str]]:
         """The units that work on the cluster's devices, and every object found invalid: `Kind key` -> why."""
-        failing = unit_problems(units, charging_inventory(snapshot, self.gates), device_selected)
+        inventory = charging_inventory(snapshot, self.gates)
+        known = self._problems
+        if known is not None and known[1] is inventory and len(known[0]) == len(units) \
+                and all(a is b for a, b in zip(known[0], units, strict=True)):
+            failing = known[2]
+        else:
+            failing = unit_problems(units, inventory, device_selected)
+            self._problems = (tuple(units), inventory, failing)
         for name, problem in sorted(failing.items()):
             self._warn_once(f"QuotaUnit {name}", problem, "QuotaUnit %s cannot be used: %s", name, problem)
         invalid = {b.label: b.reason for b in bad} | {f"QuotaUnit {name}": why for name, why in failing.items()}
@@ -117,48 +186,117 @@ class CacheReader:
                       "it can be rebuilt", err, kept)
             return self._last_good or QueueState.empty(queues), False
 
-    def _pods(self, manifests: Iterable[Mapping[str, Any]]) -> list[Pod]:
-        """Every cached pod parsed; a pod whose resourceVersion did not change since the last reading is
-        not parsed again (a cluster's pods are many, and most do not change between cycles)."""
-        known, self._known_pods = self._known_pods, {}
-        pods = []
-        for manifest in manifests:
-            version = str(_meta(manifest).get("resourceVersion") or "")
-            key = _key(manifest)
-            seen = known.get(key)
-            if version and seen is not None and seen[0] == version:
-                pod: Pod | None = seen[1]
-            else:
-                parsed = self._parse_each("Pod", [manifest], parse_object)
-                pod = parsed[0] if parsed and isinstance(parsed[0], Pod) else None
-            if pod is not None:
-                pods.append(pod)
-                if version:
-                    self._known_pods[key] = (version, pod)
-        return pods
+    def _models(self, kind: str, parse: Callable[[Mapping[str, Any]], T], bad: list[Unreadable] | None = None,
+                keep: Callable[[Mapping[str, Any]], bool] | None = None, keyed: bool = False) -> list[T]:
+        """The kind's objects that parse, in the cache's order (the operator's assumed writes in place of
+        the stored objects), parsed only where the watch changed them; the same list as last time when
+        nothing changed. With `bad`, the ones that do not parse are added there; with `keyed`, the models
+        are also kept by their own key (`_Parsed.by_key`)."""
+        memo = self._parsed.get(kind)
+        reflector = self.cache.reflectors[kind]
+        relisted, dirty = reflector.take_changes()
+        if memo is None:  # a new reader reads the whole store
+            memo = self._parsed[kind] = _Parsed()
+            relisted, dirty = True, {}
+        store = reflector.store
+        changed = relisted or bool(dirty)
+        was_overlaid = memo.overlaid
+        changed_keys: set[str] | None = None if relisted or was_overlaid else set()
+        by_key = memo.by_key if not keyed or not dirty or changed_keys is None else dict(memo.by_key)
+        if relisted:
+            known, memo.entries, memo.kept = memo.entries, {}, {}
+            for key, stored in store.items():
+                self._enter(memo, key, self._entry(kind, stored, known.get(key), parse), keep)
+        else:
+            for key, moved in dirty.items():
+                manifest = store.get(key)
+                old = memo.entries.pop(key, None) if moved else memo.entries.get(key)
+                if manifest is None:
+                    memo.entries.pop(key, None)
+                    memo.kept.pop(key, None)
+                    entry = None
+                else:
+                    entry = self._entry(kind, manifest, old, parse)
+                    self._enter(memo, key, entry, keep)
+                if keyed and changed_keys is not None:
+                    self._rekey(by_key, changed_keys, old, entry, moved)
+        assumed = self.cache.assumed(kind)
+        if assumed:
+            entries = dict(memo.entries)
+            for key, manifest in assumed.items():
+                entries[key] = self._entry(kind, manifest, memo.entries.get(key), parse)
+            memo.current = entries
+            memo.current_kept = ({key: e for key, e in entries.items() if keep(e.manifest)} if keep is not None
+                                 else {})
+            memo.models = [e.model for e in entries.values() if e.model is not None]
+            memo.bad = [e.bad for e in entries.values() if e.bad is not None]
+            memo.overlaid = True
+            changed_keys = None
+            if keyed:
+                by_key = {m.key: m for m in memo.models}
+        elif changed or memo.overlaid:
+            memo.current, memo.current_kept = memo.entries, memo.kept
+            memo.models = [e.model for e in memo.entries.values() if e.model is not None]
+            memo.bad = [e.bad for e in memo.entries.values() if e.bad is not None]
+            memo.overlaid = False
+            if keyed and changed_keys is None:
+                by_key = {m.key: m for m in memo.models}
+        memo.by_key, memo.changed_keys = by_key, changed_keys
+        if bad is not None:
+            bad.extend(memo.bad)
+        return memo.models
 
-    def _parsed(self, kind: str, parse: Callable[[Mapping[str, Any]], T],
-                bad: list[Unreadable] | None = None) -> list[T]:
-        return self._parse_each(kind, self.cache.objects(kind), parse, bad)
+    @staticmethod
+    def _rekey(by_key: dict[str, Any], changed: set[str], old: _Entry | None, new: _Entry | None,
+               moved: bool) -> None:
+        """Keep `by_key` in the order `models` has: an object changed in place keeps its place, one that
+        went to the end of the store goes to the end."""
+        old_key = old.model.key if old is not None and old.model is not None else None
+        new_key = new.model.key if new is not None and new.model is not None else None
+        if old_key is not None and (moved or old_key != new_key):
+            by_key.pop(old_key, None)
+            changed.add(old_key)
+        if new is not None and new_key is not None:
+            by_key[new_key] = new.model
+            changed.add(new_key)
 
-    def _parse_each(self, kind: str, manifests: Iterable[Mapping[str, Any]],
-                    parse: Callable[[Mapping[str, Any]], T], bad: list[Unreadable] | None = None) -> list[T]:
-        """The objects that parse; the others are warned about once per version and, with `bad`, listed there."""
-        parsed = []
-        for manifest in manifests:
-            try:
-                parsed.append(parse(manifest))
-            except DraqError as err:
-                label = f"{kind} {_key(manifest)}"
-                self._warn_once(label, str(_meta(manifest).get("resourceVersion")), "ignoring %s: %s", label, err)
-                if bad is not None:
-                    bad.append(unreadable(kind, manifest, err))
-        return parsed
+    @staticmethod
+    def _enter(memo: _Parsed, key: Key, entry: _Entry, keep: Callable[[Mapping[str, Any]], bool] | None) -> None:
+        memo.entries[key] = entry
+        if keep is not None and keep(entry.manifest):
+            memo.kept[key] = entry
+        else:
+            memo.kept.pop(key, None)
+
+    def _entry(self, kind: str, manifest: Mapping[str, Any], old: _Entry | None,
+               parse: Callable[[Mapping[str, Any]], Any]) -> _Entry:
+        meta = _meta(manifest)
+        version = str(meta.get("resourceVersion") or "")
+        token = (str(meta.get("uid") or ""), version)
+        if old is not None and version and old.token == token and old.manifest is manifest:
+            return old
+        if old is not None and version and old.token == token:
+            return _Entry(token, manifest, old.model, old.bad)
+        try:
+            return _Entry(token, manifest, parse(manifest), None)
+        except DraqError as err:
+            label = f"{kind} {_key(manifest)}"
+            self._warn_once(label, str(meta.get("resourceVersion")), "ignoring %s: %s", label, err)
+            return _Entry(token, manifest, None, unreadable(kind, manifest, err))
 
     def _warn_once(self, what: str, version: str, message: str, *args: object) -> None:
         if (what, version) not in self._warned:
             self._warned.add((what, version))
             log.warning(message, *args)
+
+
+def _pod_or_none(manifest: Mapping[str, Any]) -> Pod | None:
+    model = parse_object(manifest)
+    return model if isinstance(model, Pod) else None
+
+
+def _has_queue_label(manifest: Mapping[str, Any]) -> bool:
+    return QUEUE_LABEL in (_meta(manifest).get("labels") or {})
 
 
 def _meta(manifest: Mapping[str, Any]) -> Mapping[str, Any]:

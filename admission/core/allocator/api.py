@@ -63,7 +63,12 @@ class Outcome:
 
 
 class Snapshot:
-    """Immutable view of the objects allocation depends on, indexed once."""
+    """Immutable view of the objects allocation depends on, indexed once.
+
+    `updated` gives the next snapshot copy-on-write (as a cache hands a scheduler cycle its snapshot):
+    what did not change is shared, with the node views, selector results, in-use devices and node-fit
+    usage derived from it.
+    """
 
     def __init__(self, nodes: Iterable[Node] = (), classes: Iterable[DeviceClass] = (),
                  slices: Iterable[ResourceSlice] = (), claims: Iterable[ResourceClaim] = (),
@@ -72,6 +77,44 @@ class Snapshot:
         self.claims: dict[str, ResourceClaim] = {c.key: c for c in claims}
         self.templates: dict[str, ResourceClaimTemplate] = {f"{t.namespace}/{t.name}": t for t in templates}
         self.pods: dict[str, Pod] = {p.key: p for p in pods}
+        self._usage: dict[FeatureGates, Usage] = {}
+
+    def updated(self, *, nodes: Iterable[Node] | None = None, classes: Iterable[DeviceClass] | None = None,
+                slices: Iterable[ResourceSlice] | None = None, claims: Iterable[ResourceClaim] | None = None,
+                templates: Iterable[ResourceClaimTemplate] | None = None,
+                pods: Iterable[Pod] | Mapping[str, Pod] | None = None,
+                changed_pods: Iterable[str] | None = None) -> Snapshot:
+        """This snapshot with the given kinds replaced (None: unchanged); itself when nothing is given.
+
+        Equal to `Snapshot(...)` of the same objects; it only reuses what cannot have changed. `pods` may
+        be given by key (then kept as given: not to be changed afterwards), with the keys of the pods that
+        differ from this snapshot's in `changed_pods` (None: found by comparing).
+        """
+        if nodes is None and classes is None and slices is None and claims is None and templates is None \
+                and pods is None:
+            return self
+        other = Snapshot.__new__(Snapshot)
+        other.inventory = (self.inventory.updated(nodes, classes, slices)
+                           if nodes is not None or classes is not None or slices is not None else self.inventory)
+        other.claims = {c.key: c for c in claims} if claims is not None else self.claims
+        other.templates = ({f"{t.namespace}/{t.name}": t for t in templates} if templates is not None
+                           else self.templates)
+        if pods is None:
+            other.pods = self.pods
+        elif isinstance(pods, dict):
+            other.pods = pods
+        elif isinstance(pods, Mapping):
+            other.pods = dict(pods)
+        else:
+            other.pods = {p.key: p for p in pods}
+        other._usage = self._usage if claims is None else {}
+        fit = self.__dict__.get("node_fit")
+        if fit is not None and classes is None:
+            other.__dict__["node_fit"] = fit.updated(
+                (self.nodes, other.nodes) if nodes is not None else None,
+                (self.pods, other.pods) if pods is not None else None,
+                None if changed_pods is None else set(changed_pods))
+        return other
 
     @classmethod
     def from_models(cls, models: Iterable[Model]) -> Snapshot:
@@ -101,6 +144,15 @@ class Snapshot:
     def allocated_claims(self) -> list[ResourceClaim]:
         return [c for c in self.claims.values() if c.allocation is not None]
 
+    def in_use(self, gates: FeatureGates) -> Usage:
+        """The devices the snapshot's allocated claims hold, computed once per gate set; do not change it
+        (`copy()` first)."""
+        found = self._usage.get(gates)
+        if found is None:
+            found = self._usage[gates] = Usage.from_allocations(
+                (c.allocation for c in self.allocated_claims() if c.allocation is not None), gates)
+        return found
+
     @cached_property
     def node_fit(self) -> NodeFitIndex:
         """The node side of the scheduler's node filters (what bound pods use per node), built once."""
@@ -119,9 +171,9 @@ class Allocator:
         self.snapshot = snapshot
         self.gates = gates
         self.budget = budget
-        self.selectors = SelectorEvaluator(gates)
-        self.usage = Usage.from_allocations(
-            (c.allocation for c in snapshot.allocated_claims() if c.allocation is not None), gates)
+        self.selectors: SelectorEvaluator = snapshot.inventory.derived(("selectors", gates),
+                                                                       lambda: SelectorEvaluator(gates))
+        self.usage = snapshot.in_use(gates)
 
     def view(self, node: Node | str) -> NodeView:
         found = self.snapshot.node(node) if isinstance(node, str) else node

@@ -1,14 +1,17 @@
 """The device inventory of one cluster snapshot, and which pools each node sees (spec section 5.1).
 
 Built once per snapshot; per-node views are computed on first use and cached, so trying many nodes
-(or many pods on the same nodes) does the slice bookkeeping only once.
+(or many pods on the same nodes) does the slice bookkeeping only once. `updated` makes the index of
+the next snapshot copy-on-write: it keeps the views, pool device maps and selector results whose inputs
+(the node, the slices of its pools) did not change.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from admission.core.features import FeatureGates
 from admission.core.models import Device, DeviceClass, Node, ResourceSlice
@@ -63,19 +66,120 @@ class SnapshotIndex:
                  slices: Iterable[ResourceSlice]) -> None:
         self.nodes: dict[str, Node] = {n.name: n for n in nodes}
         self.classes: dict[str, DeviceClass] = {c.name: c for c in classes}
+        self._index_slices(slices)
+        self._views: dict[tuple[str, bool, int, bool], NodeView] = {}
+        self._devices: dict[tuple[str, int], dict[str, Device]] = {}
+        # What callers derive from this index alone (e.g. selector results per gate set), by key.
+        self._derived: dict[object, Any] = {}
+        # The nodes whose view may differ from the index this one was `updated` from (None: any).
+        self.changed_nodes: set[str] | None = None
+
+    def _index_slices(self, slices: Iterable[ResourceSlice]) -> None:
+        self.slices: tuple[ResourceSlice, ...] = tuple(slices)
         self.slices_by_pool: dict[PoolId, list[ResourceSlice]] = defaultdict(list)
         self._local: dict[str, list[ResourceSlice]] = defaultdict(list)
         self._shared: list[ResourceSlice] = []
         self.slice_of: dict[tuple[str, str, str], ResourceSlice] = {}
-        for item in slices:
+        for item in self.slices:
             self.slice_of[(item.driver, item.pool_name, item.name)] = item
             self.slices_by_pool[(item.driver, item.pool_name)].append(item)
             if item.node_name is not None:
                 self._local[item.node_name].append(item)
             else:
                 self._shared.append(item)
-        self._views: dict[tuple[str, bool, int, bool], NodeView] = {}
-        self._devices: dict[tuple[str, int], dict[str, Device]] = {}
+
+    def updated(self, nodes: Iterable[Node] | None = None, classes: Iterable[DeviceClass] | None = None,
+                slices: Iterable[ResourceSlice] | None = None) -> SnapshotIndex:
+        """The index of the next snapshot (None: unchanged), sharing what still holds.
+
+        Node views are rebuilt on use when their node object changed (`node_view` checks it). When
+        slices changed, the views of nodes that see none of the changed slices' pools are kept, as are
+        the pool device maps of unchanged pools; any change to a slice not local to one node drops them
+        all. Selector results (`derived`) are kept for the devices of unchanged slices. `changed_nodes`
+        names the nodes whose view may differ from the previous index's (None: any).
+        """
+        index = SnapshotIndex.__new__(SnapshotIndex)
+        index.nodes = {n.name: n for n in nodes} if nodes is not None else self.nodes
+        index.classes = {c.name: c for c in classes} if classes is not None else self.classes
+        index._views = dict(self._views)
+        index._devices = dict(self._devices)
+        index._derived = {}
+        changed: set[str] | None = set()
+        if nodes is not None:
+            before = self.nodes
+            changed = {name for name, node in index.nodes.items() if before.get(name) is not node}
+            changed.update(name for name in before if name not in index.nodes)
+        changed_devices: set[str] | None = set()
+        if slices is None:
+            index.slices, index.slices_by_pool, index._local = self.slices, self.slices_by_pool, self._local
+            index._shared, index.slice_of = self._shared, self.slice_of
+        else:
+            changed_devices = index._take_slices(self, tuple(slices), changed)
+            if changed_devices is None:
+                changed = None
+        index.changed_nodes = changed
+        if classes is not None or changed_devices is None:
+            return index  # selector results are tied to the classes' selectors; keep none
+        for key, value in self._derived.items():
+            carry = getattr(value, "carried", None)
+            if carry is not None:
+                index._derived[key] = carry(index, changed_devices)
+        return index
+
+    def _take_slices(self, previous: SnapshotIndex, slices: tuple[ResourceSlice, ...],
+                     changed_nodes: set[str] | None) -> set[str] | None:
+        """Index `slices`, reusing `previous`'s bookkeeping for the pools and nodes no changed slice
+        touches, and drop the views they may affect; the ids of the devices in changed slices (added
+        `changed_nodes`), or None when a change reaches every node (all views dropped)."""
+        now = {id(s) for s in slices}
+        before = {id(s) for s in previous.slices}
+        changed = [s for s in slices if id(s) not in before] + [s for s in previous.slices if id(s) not in now]
+        if not changed:
+            self.slices, self.slices_by_pool, self._local = slices, previous.slices_by_pool, previous._local
+            self._shared, self.slice_of = previous._shared, previous.slice_of
+            return set()
+        if any(s.node_name is None for s in changed):
+            self._index_slices(slices)
+            self._views.clear()
+            self._devices.clear()
+            return None
+        pools = {(s.driver, s.pool_name) for s in changed}
+        # Every node with a slice in a changed pool, before or now (a pool may span nodes).
+        nodes = {s.node_name for s in (*slices, *previous.slices)
+                 if s.node_name is not None and (s.driver, s.pool_name) in pools}
+        self.slices = slices
+        self._shared = previous._shared
+        self.slice_of = dict(previous.slice_of)
+        for item in changed:
+            self.slice_of.pop((item.driver, item.pool_name, item.name), None)
+        self.slices_by_pool = defaultdict(list, previous.slices_by_pool)
+        self._local = defaultdict(list, previous._local)
+        for pool in pools:
+            self.slices_by_pool.pop(pool, None)
+        for node in nodes:
+            self._local.pop(node, None)
+        for item in slices:
+            pool = (item.driver, item.pool_name)
+            if pool in pools:
+                self.slice_of[(item.driver, item.pool_name, item.name)] = item
+                self.slices_by_pool[pool].append(item)
+            if item.node_name in nodes:
+                self._local[item.node_name].append(item)
+        self._views = {key: view for key, view in self._views.items()
+                       if key[0] not in nodes and not any((p.driver, p.name) in pools for p in view.pools)}
+        self._devices = {key: found for key, found in self._devices.items()
+                         if tuple(key[0].split("/", 1)) not in pools}
+        if changed_nodes is not None:
+            changed_nodes.update(n for n in nodes if n is not None)
+        return {f"{s.driver}/{s.pool_name}/{d.name}" for s in changed for d in s.devices}
+
+    def derived(self, key: object, build: Callable[[], Any]) -> Any:
+        """What a caller derives from this index alone, built once per index. A value with a
+        `carried(new_index, changed_device_ids)` method is handed on by `updated` (classes unchanged)."""
+        found = self._derived.get(key)
+        if found is None:
+            found = self._derived[key] = build()
+        return found
 
     def node_view(self, node: Node, gates: FeatureGates) -> NodeView:
         key = (node.name, gates.partitionable_devices, gates.minor, _binding_slices_last(gates))

@@ -1,5 +1,9 @@
 """CEL selector evaluation for the allocator: compiled once, results cached per device.
 
+The results are kept across snapshots for devices that did not change (`carried`): they are keyed by
+the device id, the expression and a number standing for the (class, request selectors) combination,
+numbered by content in a registry the evaluators of successive snapshots share.
+
 A CEL problem is never "not selected": compile errors, runtime errors and unsupported attribute
 values become AllocationError, raised only when evaluation reaches the device (lazy, as upstream).
 """
@@ -11,6 +15,10 @@ from admission.core.cel import CelCompileError, CelError, compile_selector
 from admission.core.features import FeatureGates
 from admission.core.models import Device
 
+# Beyond this many (class, request selectors) combinations, a snapshot's evaluator starts afresh instead
+# of carrying the results on (request selectors are per claim; old claims' entries would pile up).
+MAX_CARRIED_SIGNATURES = 50_000
+
 
 class SelectorEvaluator:
     """Evaluates selector lists against devices under one gate set; caches per (selector, device)."""
@@ -18,10 +26,26 @@ class SelectorEvaluator:
     def __init__(self, gates: FeatureGates) -> None:
         self.gates = gates
         self._programs: dict[str, object] = {}
-        self._results: dict[tuple[str, str], bool] = {}
+        self._results: dict[str, dict[str, bool]] = {}  # device id -> expression -> result
         self._attribute_problem: dict[str, str | None] = {}
-        self._combined: dict[tuple[int, str], bool] = {}
+        self._combined: dict[str, dict[int, bool]] = {}  # device id -> signature -> result
         self._signatures: dict[tuple[str, tuple[str | None, ...], str, tuple[str | None, ...]], int] = {}
+
+    def carried(self, index: object, changed: set[str]) -> SelectorEvaluator:
+        """An evaluator for the next snapshot: the same results except for the devices in `changed`."""
+        other = SelectorEvaluator(self.gates)
+        if len(self._signatures) > MAX_CARRIED_SIGNATURES:
+            return other
+        other._programs = self._programs
+        other._signatures = self._signatures  # shared, so that a number means the same in both
+        other._results = dict(self._results)
+        other._combined = dict(self._combined)
+        other._attribute_problem = dict(self._attribute_problem)
+        for device_id in changed:
+            other._results.pop(device_id, None)
+            other._combined.pop(device_id, None)
+            other._attribute_problem.pop(device_id, None)
+        return other
 
     def signature(self, class_name: str, class_selectors: tuple[str | None, ...], owner: str,
                   selectors: tuple[str | None, ...]) -> int:
@@ -35,25 +59,28 @@ class SelectorEvaluator:
     def selects(self, signature: int, class_owner: str, class_selectors: tuple[str | None, ...],
                 owner: str, selectors: tuple[str | None, ...], device: Device) -> bool:
         """Class selectors, then request selectors; the combined answer is cached per device."""
-        key = (signature, device.id)
-        found = self._combined.get(key)
+        known = self._combined.get(device.id)
+        if known is None:
+            known = self._combined[device.id] = {}
+        found = known.get(signature)
         if found is None:
             found = self.all_true(class_owner, class_selectors, device) and self.all_true(owner, selectors, device)
-            self._combined[key] = found
+            known[signature] = found
         return found
 
     def all_true(self, owner: str, selectors: tuple[str | None, ...], device: Device) -> bool:
         """True if every selector accepts the device (stopping at the first false)."""
-        results = self._results
+        results = self._results.get(device.id)
+        if results is None:
+            results = self._results[device.id] = {}
         for index, expression in enumerate(selectors):
             if expression is None:
                 raise AllocationError(f"{owner}: selector #{index}: CEL expression empty "
                                       "(unsupported selector type?)")
-            key = (expression, device.id)
-            value = results.get(key)
+            value = results.get(expression)
             if value is None:
                 value = self._evaluate(owner, index, expression, device)
-                results[key] = value
+                results[expression] = value
             if not value:
                 return False
         return True

@@ -15,7 +15,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from admission.core.allocator import Allocator, GangPlan, Snapshot, Usage, members_for, place_gang
+from admission.core.allocator import (
+    Allocator,
+    GangPlan,
+    Snapshot,
+    SnapshotIndex,
+    Usage,
+    members_for,
+    place_gang,
+)
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.late import Extend, LateWait, extend, late_members
 from admission.core.cycle.plans import recorded_plan
@@ -190,10 +198,42 @@ def _with_pods(nodes: NodeUsage, pods: Sequence[Pod], placements: Mapping[str, s
 
 
 def charging_inventory(snapshot: Snapshot, gates: FeatureGates) -> Inventory:
-    """The devices each node can use, as charging sees them."""
-    devices: dict[str, tuple[Device, ...]] = {
-        name: snapshot.inventory.node_view(node, gates).devices for name, node in snapshot.nodes.items()}
-    return Inventory.of(snapshot.inventory.classes.values(), devices, snapshot.nodes.values())
+    """The devices each node can use, as charging sees them: built once per inventory index, and from
+    the previous index's for the nodes whose view did not change."""
+    held: _ChargingInventory = snapshot.inventory.derived(("charging inventory", gates), _ChargingInventory)
+    if held.inventory is None:
+        held.inventory = held.build(snapshot, gates)
+        held.stale, held.changed = None, None
+    return held.inventory
+
+
+@dataclass(slots=True)
+class _ChargingInventory:
+    inventory: Inventory | None = None
+    stale: Inventory | None = None  # the previous index's, for the nodes outside `changed`
+    changed: set[str] | None = None
+
+    def carried(self, index: SnapshotIndex, changed_devices: set[str]) -> _ChargingInventory:
+        base = self.inventory or self.stale
+        nodes = index.changed_nodes
+        if base is None or nodes is None or (self.inventory is None and self.changed is None):
+            return _ChargingInventory()
+        return _ChargingInventory(None, base, nodes if self.inventory is not None else nodes | (self.changed or set()))
+
+    def build(self, snapshot: Snapshot, gates: FeatureGates) -> Inventory:
+        index, nodes = snapshot.inventory, snapshot.nodes
+        if self.stale is None or self.changed is None:
+            devices: dict[str, tuple[Device, ...]] = {
+                name: index.node_view(node, gates).devices for name, node in nodes.items()}
+            return Inventory.of(index.classes.values(), devices, nodes.values())
+        stale, changed = self.stale, self.changed
+        by_node = {name: index.node_view(node, gates).devices if name in changed or name not in stale.devices_by_node
+                   else stale.devices_by_node[name] for name, node in nodes.items()}
+        fresh = Inventory.of((), {}, (nodes[name] for name in changed if name in nodes))
+        extended = {name: fresh.extended_by_node[name] if name in changed or name not in stale.extended_by_node
+                    else stale.extended_by_node[name] for name in nodes}
+        by_id = {d.id: d for devices in by_node.values() for d in devices}
+        return Inventory(stale.device_classes, by_node, extended, by_id)
 
 
 # ----- before ordering ------------------------------------------------------------------------------

@@ -152,6 +152,28 @@ class NodeUsage:
         updated[PODS] = updated.get(PODS, 0) + 1
         return NodeUsage(self._base, {**self._changed, node: updated})
 
+    def updated(self, before: Mapping[str, Pod], after: Mapping[str, Pod],
+                changed: set[str] | None = None) -> NodeUsage:
+        """This usage of the pods `before` (no pods added by `plus`) made the usage of the pods `after`:
+        the nodes of the pods that changed (`changed`, their keys; None: found by comparing) are summed
+        again, the others shared."""
+        assert not self._changed, "only a usage of pods can be updated"
+        if changed is None:
+            changed = {key for key, pod in after.items() if before.get(key) is not pod}
+            changed.update(key for key, pod in before.items() if after.get(key) is not pod)
+        nodes = {pod.node_name for key in changed for pod in (before.get(key), after.get(key))
+                 if pod is not None and pod.node_name}
+        if not nodes:
+            return self
+        base = dict(self._base)
+        resummed = NodeUsage.of_pods(p for p in after.values() if p.node_name in nodes)._base
+        for node in nodes:
+            if node in resummed:
+                base[node] = resummed[node]
+            else:
+                base.pop(node, None)
+        return NodeUsage(base)
+
     @staticmethod
     def of_pods(pods: Iterable[Pod]) -> NodeUsage:
         """What the pods bound to nodes take there; pods that have succeeded or failed take nothing."""
@@ -203,6 +225,25 @@ class NodeFitIndex:
         # Extended resources a DeviceClass serves (KEP 5004), with the class.
         self.dra_classes: dict[str, DeviceClass] = served_resources(classes)
         self._static: dict[tuple[object, ...], tuple[tuple[str, ...], Mapping[str, str]]] = {}
+
+    def updated(self, nodes: tuple[Mapping[str, Node], Mapping[str, Node]] | None,
+                pods: tuple[Mapping[str, Pod], Mapping[str, Pod]] | None,
+                changed_pods: set[str] | None = None) -> NodeFitIndex:
+        """The index of the next snapshot, copy-on-write: `nodes` the (previous, new) nodes by name, `pods`
+        the (previous, new) pods by key (None: unchanged). Only the nodes whose facts or pods
+        changed are computed again; the answers of `static_filter` are kept while no node changed."""
+        other = NodeFitIndex.__new__(NodeFitIndex)
+        other.dra_classes = self.dra_classes
+        other.nodes, other._static = self.nodes, self._static
+        if nodes is not None:
+            before, after = nodes
+            changed = [name for name, node in after.items() if before.get(name) is not node]
+            if changed or before.keys() != after.keys():
+                other.nodes = {name: self.nodes[name] if before.get(name) is node and name in self.nodes
+                               else NodeFacts.of(node) for name, node in after.items()}
+                other._static = {}
+        other.usage = self.usage if pods is None else self.usage.updated(*pods, changed_pods)
+        return other
 
     def static_filter(self, pod: PodFit) -> tuple[tuple[str, ...], Mapping[str, str]]:
         """The nodes (by name) where pods like this one may run whatever runs there, and why every other
