@@ -158,17 +158,21 @@ def _changed(loaded: Loaded, args: argparse.Namespace, gates: FeatureGates, star
         nodes += _added_nodes(spec, args.partitions)
     if nodes:
         world = _with_classes(world, args.partitions).with_models(nodes)
+    notes = list(loaded.notes)
     for names, drain in ((args.remove_nodes, False), (args.drain_nodes, True)):
         wanted = [n.strip() for n in names.split(",") if n.strip()]
         if wanted:
-            world, _ = world.without_nodes(wanted, drain=drain)
+            world, ended = world.without_nodes(wanted, drain=drain)
+            if ended:
+                notes.append(f"ended at the start, a member was on a node {'drained' if drain else 'removed'}: "
+                             + ", ".join(ended))
     for entry in args.set_quota:
         queue, _, rest = entry.partition(":")
         unit, _, amount = rest.partition("=")
         if not (queue and unit and amount):
             raise InvalidInput("--set-quota", entry, "expected CLUSTERQUEUE:UNIT=AMOUNT, e.g. research:gpus=32")
         world = world.with_quota(queue, unit, amount)
-    return Loaded(world, loaded.run_times, loaded.notes)
+    return Loaded(world, loaded.run_times, tuple(notes))
 
 
 def _added_nodes(spec: str, partitions: bool) -> list[Model]:

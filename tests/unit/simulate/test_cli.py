@@ -47,3 +47,10 @@ def test_plan_nodes_from_files(capsys: pytest.CaptureFixture[str]) -> None:
 def test_an_unknown_profile_is_an_error_naming_the_profiles(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*BASE, "--add-nodes", "tpu=1"]) == 2
     assert "h100" in capsys.readouterr().err
+
+
+def test_a_removed_node_is_gone_with_its_devices(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--add-nodes", "h100=2", "--remove-nodes", "added-h100-1", "-o", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    groups = {g["group"]: g for g in document["simulation"]["groups"]}
+    assert groups["research/llm-finetune"]["fate"] == "Waiting", "4 pods × 4 GPUs do not fit one 8-GPU node"

@@ -111,6 +111,21 @@ def test_running_groups_in_the_snapshot_finish_after_what_is_left_of_their_run_t
     assert (later.cycle, later.admitted_after) == (2, 600.0)
 
 
+def test_removing_the_node_of_a_held_group_ends_it_and_frees_its_quota() -> None:
+    status = {"phase": "Running", "clusterQueue": "cq", "charge": [{"unit": "gpus", "amount": "8"}],
+              "plan": {"pods": [{"name": "held-0", "node": "node-0"}]}}
+    held = [*gang("held", 1, 8)[:1], {**b.pod("held-0", queue="lq", group="held", group_min=1, node="node-0",
+                                               phase="Running", templates={"gpus": "held-gpus"})}]
+    objects = [*cluster(nodes=2, quota=8), *held, b.pod_group("held", 1, "lq", status=status),
+               *gang("next", 1, 8, created="2026-01-01T00:00:05Z")]
+    world = load(objects, GATES).world
+    settings = SimulationSettings(GATES, START, None)
+    assert simulate(world, settings).outcome("default/next").reason == WaitReason.QUOTA.value
+    smaller, ended = world.without_nodes(["node-0"], drain=False)
+    assert ended == ("default/held",)
+    assert simulate(smaller, settings).outcome("default/next").nodes == (("next-0", "node-1"),)
+
+
 def test_with_runs_that_never_end_the_queue_stops_at_what_fits() -> None:
     objects = [*cluster(nodes=1, quota=100), *(x for n in range(3) for x in gang(f"g{n}", 1, 4))]
     result = run(objects, default_run_time=None)
