@@ -71,6 +71,18 @@ def nodesim(api: Any) -> Iterator[NodeSimulator]:
         sim.stop()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def cluster_scope_cleared(control_plane: ControlPlane) -> Iterator[None]:
+    """Remove draq's cluster-scoped objects after each module.
+
+    QuotaUnits and ClusterQueues are cluster-wide: one a module leaves behind would charge (or
+    limit) the next module's claims, so every module starts with none of them.
+    """
+    yield
+    control_plane.kubectl("delete", "quotaunits.draq.io,clusterqueues.draq.io", "--all", "--ignore-not-found",
+                          "--wait=false", check=False)
+
+
 @pytest.fixture
 def namespace(control_plane: ControlPlane) -> Iterator[str]:
     """A fresh namespace whose default ServiceAccount exists (pods can be created at once)."""
