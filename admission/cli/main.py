@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from types import ModuleType
 
@@ -22,16 +21,11 @@ COMMANDS = (
     ("queues", "admission.cli.queues"),
     ("why", "admission.cli.why"),
     ("webhook", "admission.cli.webhook"),
-    ("cluster", "admission.cli.cluster"),
 )
 
 
-def _available_commands() -> list[tuple[str, ModuleType]]:
-    found = []
-    for name, module in COMMANDS:
-        if importlib.util.find_spec(module) is not None:
-            found.append((name, importlib.import_module(module)))
-    return found
+def _commands() -> list[tuple[str, ModuleType]]:
+    return [(name, importlib.import_module(module)) for name, module in COMMANDS]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="draq", description="Queue quotas and gang admission for Kubernetes DRA devices."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in _available_commands():
+    for name, module in _commands():
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(command)
         command.set_defaults(handler=module.run)
