@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 from typing import Any
 
 from admission.core.models._fields import Fields
 from admission.core.quantity import Quantity
+from admission.core.quota.policies import PreemptionPolicy, parse_fair_sharing_weight, parse_preemption
 from admission.core.quota.units import check_kind
 
 
@@ -70,6 +72,8 @@ class ClusterQueue:
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     # How long an admitted group may take until every member is bound; None: the operator's default.
     bind_timeout_seconds: int | None = None
+    preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
+    fair_sharing_weight: Fraction = Fraction(1)
 
     def quota(self, unit: str) -> UnitQuota | None:
         return next((q for q in self.quotas if q.unit == unit), None)
@@ -106,7 +110,8 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
     return ClusterQueue(
         name=fields.map("metadata").str("name", required=True), quotas=tuple(quotas), cohort=cohort,
         namespace_selector=parse_label_selector(spec.map("namespaceSelector")),
-        strategy=QueueingStrategy(strategy), bind_timeout_seconds=timeout)
+        strategy=QueueingStrategy(strategy), bind_timeout_seconds=timeout,
+        preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec))
 
 
 def _unit_quota(entry: Fields, cohort: str | None) -> UnitQuota:

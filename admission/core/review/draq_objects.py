@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from admission.core.errors import DraqError
-from admission.core.quota import DraCel, compile_unit, parse_quota_unit
+from admission.core.quota import DraCel, compile_unit, parse_cluster_queue, parse_quota_unit
 from admission.core.review.envelope import AdmissionRequest, Decision, ObjectRef
 from admission.core.review.lookups import Lookups
 from admission.core.review.readers import mapping
@@ -37,6 +37,11 @@ def _validate_local_queue(request: AdmissionRequest, lookups: Lookups) -> Decisi
 
 
 def _validate_cluster_queue(request: AdmissionRequest, lookups: Lookups) -> Decision:
+    if request.object is not None:
+        try:  # the policies and limits the schema cannot check (e.g. reclaim without a cohort)
+            parse_cluster_queue(request.object)
+        except DraqError as err:
+            return Decision.deny(f"{err}", "Invalid", 422)
     quotas = mapping(mapping(request.object).get("spec")).get("quotas")
     units = [mapping(q).get("unit") for q in quotas] if isinstance(quotas, list) else []
     absent = [u for u in units if isinstance(u, str) and u and lookups.quota_unit(u) is None]

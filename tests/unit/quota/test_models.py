@@ -22,6 +22,7 @@ from admission.core.quota import (
     parse_pod_group,
     parse_quota_unit,
 )
+from admission.core.quota.policies import BorrowWithinCohort, PreemptionPolicy, Reclaim, WithinQueue
 from tests.support.builders import (
     claim,
     cluster_queue,
@@ -112,6 +113,18 @@ def test_cluster_queue_parses_with_defaults() -> None:
     assert cq.quota("gpus").borrowing_limit.value == 4  # type: ignore[union-attr]
     assert cq.quota("mem").nominal.value == 2**40  # type: ignore[union-attr]
     assert cq.namespace_selector.matches({"any": "thing"})
+    assert cq.preemption == PreemptionPolicy() and not cq.preemption.enabled
+    assert cq.fair_sharing_weight == 1
+
+
+def test_cluster_queue_policies_parse() -> None:
+    spec = {"cohort": "pool", "fairSharing": {"weight": "1500m"},
+            "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "LowerPriority",
+                           "borrowWithinCohort": "LowerPriority", "minimumRunSeconds": 300}}
+    cq = parse_cluster_queue(draq_object("ClusterQueue", "q", spec))
+    assert cq.preemption == PreemptionPolicy(WithinQueue.LOWER_PRIORITY, Reclaim.LOWER_PRIORITY,
+                                             BorrowWithinCohort.LOWER_PRIORITY, 300)
+    assert cq.preemption.enabled and cq.fair_sharing_weight == Fraction(3, 2)
 
 
 @pytest.mark.parametrize(("spec", "field", "reason"), [
@@ -123,6 +136,11 @@ def test_cluster_queue_parses_with_defaults() -> None:
      "exceeds nominal"),
     ({"quotas": [{"unit": "g", "nominal": 1}, {"unit": "g", "nominal": 2}]}, "spec.quotas[1].unit", "duplicate"),
     ({"queueingStrategy": "LIFO"}, "spec.queueingStrategy", "unknown strategy"),
+    ({"preemption": {"withinClusterQueue": "Any"}}, "spec.preemption.withinClusterQueue", "unknown policy"),
+    ({"preemption": {"reclaimWithinCohort": "Any"}}, "spec.preemption.reclaimWithinCohort", "needs spec.cohort"),
+    ({"preemption": {"borrowWithinCohort": "Any"}}, "spec.preemption.borrowWithinCohort", "unknown policy"),
+    ({"preemption": {"minimumRunSeconds": 10**9}}, "spec.preemption.minimumRunSeconds", "out of range"),
+    ({"fairSharing": {"weight": "-0.5"}}, "spec.fairSharing.weight", "must not be negative"),
     ({"namespaceSelector": {"matchExpressions": [{"key": "k", "operator": "In"}]}},
      "spec.namespaceSelector.matchExpressions[0].values", "need values"),
 ])

@@ -166,3 +166,23 @@ def test_selector_matching() -> None:
     assert selector_matches({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
     assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
     assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Bogus"}]}, labels)
+
+
+def test_cluster_queue_with_bad_preemption_policies_is_denied() -> None:
+    def queue(spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec}
+
+    refused = [
+        ({"preemption": {"withinClusterQueue": "Any"}}, "spec.preemption.withinClusterQueue"),
+        ({"preemption": {"reclaimWithinCohort": "LowerPriority"}}, "needs spec.cohort"),
+        ({"cohort": "c", "preemption": {"borrowWithinCohort": "Always"}}, "spec.preemption.borrowWithinCohort"),
+        ({"preemption": {"minimumRunSeconds": -5}}, "spec.preemption.minimumRunSeconds"),
+        ({"fairSharing": {"weight": "-1"}}, "spec.fairSharing.weight"),
+    ]
+    for spec, words in refused:
+        decision = check(CLUSTER_QUEUE, queue(spec))
+        assert not decision.allowed and words in decision.message, (spec, decision.message)
+    good = {"cohort": "c", "fairSharing": {"weight": "1.5"},
+            "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                           "borrowWithinCohort": "LowerPriority", "minimumRunSeconds": 600}}
+    assert check(CLUSTER_QUEUE, queue(good)).allowed
