@@ -10,7 +10,7 @@ from functools import cached_property
 from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
 from admission.core.allocator.inventory import NodeView, SnapshotIndex
 from admission.core.allocator.results import build_allocation
-from admission.core.allocator.search import NodeSearch, SearchBudgetExceeded, missing_class
+from admission.core.allocator.search import ClaimMemo, NodeSearch, SearchBudgetExceeded, missing_class
 from admission.core.allocator.selectors import SelectorEvaluator
 from admission.core.allocator.usage import Usage
 from admission.core.errors import InvalidInput
@@ -174,6 +174,7 @@ class Allocator:
         self.selectors: SelectorEvaluator = snapshot.inventory.derived(("selectors", gates),
                                                                        lambda: SelectorEvaluator(gates))
         self.usage = snapshot.in_use(gates)
+        self._claims: ClaimMemo = {}
 
     def view(self, node: Node | str) -> NodeView:
         found = self.snapshot.node(node) if isinstance(node, str) else node
@@ -199,7 +200,12 @@ class Allocator:
                                message=f"claim {claim.key} is already allocated for other nodes")
         if not pending:
             return Outcome(target.name, Status.ALLOCATED)
-        search = self.search(target, usage)
+        view = self.snapshot.inventory.node_view(target, self.gates)
+        in_use = usage if usage is not None else self.usage
+        if self._first_request_has_no_device(view, pending, in_use):
+            return Outcome(target.name, Status.UNFIT)
+        search = NodeSearch(self.snapshot.inventory, view, in_use, self.gates, self.selectors, self.budget,
+                            self._claims)
         try:
             search.prepare(pending)
             found = search.run()
@@ -219,7 +225,32 @@ class Allocator:
 
     def search(self, node: Node, usage: Usage | None = None) -> NodeSearch:
         return NodeSearch(self.snapshot.inventory, self.snapshot.inventory.node_view(node, self.gates),
-                          usage if usage is not None else self.usage, self.gates, self.selectors, self.budget)
+                          usage if usage is not None else self.usage, self.gates, self.selectors, self.budget,
+                          self._claims)
+
+    def _first_request_has_no_device(self, view: NodeView, pending: Sequence[ResourceClaim], usage: Usage) -> bool:
+        """Whether the search is sure to fail at once, before any selector runs: every claim passed the
+        request checks on an earlier node, the node's pools are all valid, and the first request (a plain
+        `exactly` one, no admin access, no shared devices) finds every device of the node in use. The
+        search would try each device, find it in use, and fail that request and with it the claims; the
+        scheduler's answer is the same "does not fit"."""
+        if not view.devices:
+            return False  # nothing to try: the search is cheap, and may have pools to report
+        memo = self._claims
+        for claim in pending:
+            known = memo.get(id(claim))
+            if known is None or known[0] is not claim:
+                return False
+        alternatives = memo[id(pending[0])][2]
+        if not alternatives or len(alternatives[0]) != 1:
+            return False
+        first = alternatives[0][0][0]
+        if first.admin or first.all_devices is not None or first.request != first.result_name \
+                or first.selection.count < 1 \
+                or self.gates.consumable_capacity or any(p.invalid is not None for p in view.pools):
+            return False
+        is_allocated = usage.is_allocated
+        return all(is_allocated(d.id) for d in view.devices)
 
 
 def _unique_unallocated(claims: Sequence[ResourceClaim]) -> list[ResourceClaim]:

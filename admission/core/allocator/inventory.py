@@ -145,8 +145,8 @@ class SnapshotIndex:
             return None
         pools = {(s.driver, s.pool_name) for s in changed}
         # Every node with a slice in a changed pool, before or now (a pool may span nodes).
-        nodes = {s.node_name for s in (*slices, *previous.slices)
-                 if s.node_name is not None and (s.driver, s.pool_name) in pools}
+        nodes = {s.node_name for pool in pools for s in previous.slices_by_pool.get(pool, ()) if s.node_name}
+        nodes.update(s.node_name for s in changed if s.node_name)
         self.slices = slices
         self._shared = previous._shared
         self.slice_of = dict(previous.slice_of)
@@ -165,10 +165,12 @@ class SnapshotIndex:
                 self.slices_by_pool[pool].append(item)
             if item.node_name in nodes:
                 self._local[item.node_name].append(item)
-        self._views = {key: view for key, view in self._views.items()
-                       if key[0] not in nodes and not any((p.driver, p.name) in pools for p in view.pools)}
-        self._devices = {key: found for key, found in self._devices.items()
-                         if tuple(key[0].split("/", 1)) not in pools}
+        # A node's view shows its own slices' pools and shared ones (unchanged here): only the views of
+        # `nodes` can show a changed pool.
+        for view_key in [k for k in self._views if k[0] in nodes]:
+            del self._views[view_key]
+        for pool_key in [k for k in self._devices if tuple(k[0].split("/", 1)) in pools]:
+            del self._devices[pool_key]
         if changed_nodes is not None:
             changed_nodes.update(n for n in nodes if n is not None)
         return {f"{s.driver}/{s.pool_name}/{d.name}" for s in changed for d in s.devices}

@@ -94,6 +94,11 @@ class ClaimPlan:
     devices: dict[str, int] = field(default_factory=dict)  # device id -> times picked in this claim
 
 
+# Per claim (by id, with the claim to check it is the same object): its owner label, and per request
+# its alternatives with the indices of the claim's constraints that apply to each.
+ClaimMemo = dict[int, tuple[ResourceClaim, str, list[list[tuple["Alternative", tuple[int, ...]]]]]]
+
+
 def missing_class(claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass]) -> tuple[str, str] | None:
     """The first (request, class) naming a DeviceClass that does not exist, over every request and
     `firstAvailable` subrequest of the claims; the scheduler checks this before anything else."""
@@ -117,8 +122,10 @@ def permuting_release(gates: FeatureGates) -> bool:
 
 class NodeSearch:
     def __init__(self, inventory: SnapshotIndex, view: NodeView, usage: Usage, gates: FeatureGates,
-                 selectors: SelectorEvaluator, budget: int | None = None) -> None:
+                 selectors: SelectorEvaluator, budget: int | None = None,
+                 claim_memo: ClaimMemo | None = None) -> None:
         self.inventory = inventory
+        self.claim_memo = claim_memo
         self.view = view
         self.usage = usage
         self.gates = gates
@@ -195,6 +202,27 @@ class NodeSearch:
         return self.partitions_gate and any(d.consumes_counters for d in self.view.devices)
 
     def plan_claim(self, claim: ResourceClaim) -> ClaimPlan:
+        """The claim's requests checked (raising AllocationError where the scheduler fails them) and
+        turned into alternatives. What does not depend on the node is kept in `claim_memo`, when given,
+        so that the checks run once per claim and allocator, not once per node."""
+        memo = self.claim_memo
+        known = memo.get(id(claim)) if memo is not None else None
+        if known is not None and known[0] is claim:
+            if not claim.spec.constraints:  # nothing in the alternatives changes during a search
+                return ClaimPlan(claim, known[1], [[a for a, _ in alternatives] for alternatives in known[2]], [])
+            trackers = [ConstraintTracker(c, self.gates) for c in claim.spec.constraints]
+            requests = [[Alternative(a.request, a.result_name, a.selection, a.device_class, a.admin, a.class_owner,
+                                     a.signature, None, tuple(trackers[i] for i in applies))
+                         for a, applies in alternatives] for alternatives in known[2]]
+            return ClaimPlan(claim, known[1], requests, trackers)
+        plan = self._plan_claim(claim)
+        if memo is not None and not any(a.all_devices is not None for r in plan.requests for a in r):
+            memo[id(claim)] = (claim, plan.owner, [
+                [(a, tuple(i for i, t in enumerate(plan.constraints) if t in a.constraints)) for a in alternatives]
+                for alternatives in plan.requests])
+        return plan
+
+    def _plan_claim(self, claim: ResourceClaim) -> ClaimPlan:
         owner = f"claim {claim.key}"
         trackers = [ConstraintTracker(c, self.gates) for c in claim.spec.constraints]
         requests: list[list[Alternative]] = []

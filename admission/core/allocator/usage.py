@@ -18,7 +18,7 @@ from admission.core.models import AllocationResult, DeviceAllocation, qualified_
 class Usage:
     """Mutable in-use state; `copy()` before changing a shared one."""
 
-    __slots__ = ("by_pool", "consumed", "exclusive", "shared", "version")
+    __slots__ = ("_owned", "by_pool", "consumed", "exclusive", "shared", "version")
 
     def __init__(self) -> None:
         self.exclusive: set[str] = set()
@@ -27,6 +27,9 @@ class Usage:
         self.consumed: dict[str, dict[str, Fraction]] = {}
         # "driver/pool" -> device names holding an allocation (for counters)
         self.by_pool: dict[str, set[str]] = defaultdict(set)
+        # The keys of `by_pool` whose sets belong to this usage alone; the others are shared with copies
+        # and copied before they change (a copy costs little where pools are many).
+        self._owned: set[str] = set()
         self.version = 0
 
     @classmethod
@@ -41,7 +44,8 @@ class Usage:
         other.exclusive = set(self.exclusive)
         other.shared = defaultdict(int, self.shared)
         other.consumed = {k: dict(v) for k, v in self.consumed.items()}
-        other.by_pool = defaultdict(set, {k: set(v) for k, v in self.by_pool.items()})
+        other.by_pool = defaultdict(set, self.by_pool)
+        self._owned = set()
         return other
 
     def add(self, allocation: AllocationResult, gates: FeatureGates) -> None:
@@ -52,7 +56,11 @@ class Usage:
         if result.admin_access:
             return
         device_id = result.device_id
-        self.by_pool[f"{result.driver}/{result.pool}"].add(result.device)
+        pool = f"{result.driver}/{result.pool}"
+        if pool not in self._owned:
+            self.by_pool[pool] = set(self.by_pool.get(pool, ()))
+            self._owned.add(pool)
+        self.by_pool[pool].add(result.device)
         self.version += 1
         if gates.consumable_capacity and result.share_id:
             self.shared[device_id] += 1
