@@ -1,6 +1,6 @@
 """`draq simulate` against the operator on the real control plane: from the starting snapshot it predicts
 which groups are admitted in which wave (the first cycle, then after each group finishes) and on which
-nodes; the operator, with the real scheduler binding the pods, must do the same.
+nodes and devices; the operator, with the real scheduler binding the pods, must do the same.
 
 Groups finish in the order the simulation says (their declared run times differ): the test completes
 the pods of the group the simulation finishes next, then waits for the operator's next admissions.
@@ -38,13 +38,15 @@ def predicted(control_plane: ControlPlane) -> dict[str, Any]:
     return document
 
 
-def real_plan(api: Any, namespace: str, group: str) -> dict[str, str] | None:
-    """The nodes the operator planned for `group`'s members, once it is admitted."""
+def real_plan(api: Any, namespace: str, group: str) -> tuple[dict[str, str], dict[str, list[str]]] | None:
+    """The nodes and the devices per claim the operator planned for `group`, once it is admitted."""
     record = pod_group(api, namespace, group) or {}
     status = record.get("status") or {}
     if status.get("phase") not in HOLDS_QUOTA:
         return None
-    return {p["name"]: p["node"] for p in (status.get("plan") or {}).get("pods") or []}
+    plan = status.get("plan") or {}
+    return ({p["name"]: p["node"] for p in plan.get("pods") or []},
+            {c["name"]: sorted(d["device"] for d in c.get("devices") or []) for c in plan.get("claims") or []})
 
 
 def admitted_now(api: Any, namespace: str) -> set[str]:
@@ -89,8 +91,10 @@ def test_the_operator_admits_what_the_simulation_predicted_in_the_same_waves_on_
                   accept=lambda now, wanted=wanted: now >= wanted, timeout=90)  # type: ignore[misc]
             assert admitted_now(api, namespace) - admitted == expected, "no other group is admitted in this wave"
             for name in sorted(expected):
-                planned = {p["pod"]: p["node"] for p in outcomes[name]["nodes"]}
-                assert real_plan(api, namespace, name) == planned, f"group {name} on the predicted nodes"
+                nodes = {p["pod"]: p["node"] for p in outcomes[name]["nodes"]}
+                devices = {c["name"]: sorted(d["device"] for d in c["devices"]) for c in outcomes[name]["claims"]}
+                assert real_plan(api, namespace, name) == (nodes, devices), f"group {name} on the predicted nodes " \
+                    "with the predicted devices"
             admitted = wanted
             # Finish the groups the simulation ends before the next wave, in its order.
             later = [c for c in sorted(waves) if c > cycle]
