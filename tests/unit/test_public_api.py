@@ -68,6 +68,11 @@ PUBLIC = {
         "declared_run_times", "format_duration", "job_pods", "load", "merged", "parse_duration", "plan_nodes",
         "render_table", "run_time", "simulate", "submit",
     ],
+    "admission.core.preemption": [
+        "Holding", "NoVictims", "PREEMPTED", "Preempt", "PreemptionPlan", "Preemptor", "SearchInput", "Victims",
+        "candidates", "find_victims", "holdings", "may_preempt", "plan_preemptions", "preempted_status",
+        "victims_of", "without_devices", "without_pods",
+    ],
     "admission.core.cel": [
         "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",
         "compile_expression", "compile_selector",

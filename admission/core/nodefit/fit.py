@@ -152,6 +152,14 @@ class NodeUsage:
         updated[PODS] = updated.get(PODS, 0) + 1
         return NodeUsage(self._base, {**self._changed, node: updated})
 
+    def minus(self, node: str, requests: Mapping[str, int]) -> NodeUsage:
+        """One pod with `requests` less on `node` (a pod about to be evicted)."""
+        updated = dict(self.on(node))
+        for name, amount in requests.items():
+            updated[name] = max(0, updated.get(name, 0) - amount)
+        updated[PODS] = max(0, updated.get(PODS, 0) - 1)
+        return NodeUsage(self._base, {**self._changed, node: updated})
+
     def updated(self, before: Mapping[str, Pod], after: Mapping[str, Pod],
                 changed: set[str] | None = None) -> NodeUsage:
         """This usage of the pods `before` (no pods added by `plus`) made the usage of the pods `after`:

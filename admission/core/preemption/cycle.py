@@ -1,0 +1,147 @@
+"""Preemption after an admission cycle: for each group that waits for quota or devices, in the cycle's
+order, whom to evict so it can be admitted, and what the victims' records say.
+
+Pure. `plan_preemptions(cycle, result)` looks at the groups `run_cycle` left waiting for quota
+(`QuotaExceeded`) or room (`DevicesUnavailable`, `NodesUnavailable`) whose ClusterQueue may preempt,
+and searches victims on the snapshot as the cycle left it (its own admissions taken). A victim is
+chosen for one preemptor only. While a group evicted earlier still has pods on nodes, nothing is
+preempted: the room it frees is not visible yet, and preempting again would evict more than needed.
+The preemptor is not admitted in the same pass; it is admitted by a later cycle once its victims'
+charge is released and their pods are gone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from admission.core.allocator import Allocator, members_for
+from admission.core.cycle.decide import CycleInput, CycleResult, Wait, WaitReason, charging_inventory, promised_pods
+from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
+from admission.core.cycle.status import ADMITTED_CONDITION, condition
+from admission.core.cycle.timing import format_time
+from admission.core.errors import DraqError
+from admission.core.nodefit import NodeUsage, PodFit
+from admission.core.preemption.holdings import holdings
+from admission.core.preemption.search import NoVictims, Preemptor, SearchInput, Victims, candidates, find_victims
+from admission.core.quota import GroupObjects, Phase, Plan, charge_group
+
+PREEMPTED = "Preempted"
+PREEMPTABLE = frozenset({WaitReason.QUOTA, WaitReason.DEVICES, WaitReason.NODES})
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Evict `victims` (group keys) so that `group` can be admitted, to `nodes`."""
+
+    group: str
+    cluster_queue: str
+    priority: int
+    victims: tuple[str, ...]
+    nodes: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        return (f"preempted by group {self.group} (ClusterQueue {self.cluster_queue}, priority {self.priority}), "
+                f"which needs its place on {', '.join(self.nodes) or 'the cluster'}; requeued")
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPlan:
+    preempts: tuple[Preempt, ...] = ()
+    waits: Mapping[str, Wait] = field(default_factory=dict)  # the preemptors' Wait, saying what happens
+    placed_tries: int = 0
+
+
+def plan_preemptions(cycle: CycleInput, result: CycleResult) -> PreemptionPlan:
+    state = result.state
+    waiting = [w for w in result.waiting if w.reason in PREEMPTABLE and w.cluster_queue in state.queues
+               and state.queue(w.cluster_queue).preemption.enabled]
+    if not waiting:
+        return PreemptionPlan()
+    groups = {g.key: g for g in cycle.groups}
+    draining = sorted(g.key for g in cycle.groups if _draining(g))
+    if draining:
+        note = f"; preemption waits until evicted group(s) {', '.join(draining)} have left their nodes"
+        return PreemptionPlan(waits={w.group: _with_note(w, note) for w in waiting})
+    snapshot = cycle.snapshot
+    allocator = Allocator(snapshot, cycle.gates)
+    inventory = charging_inventory(snapshot, cycle.gates)
+    nodes = nodes_after(cycle, result)
+    held = holdings(cycle.groups, snapshot.claims, state)
+    taken: set[str] = set()
+    preempts: list[Preempt] = []
+    waits: dict[str, Wait] = {}
+    tries = 0
+    for wait in waiting:
+        group = groups[wait.group]
+        preemptor = Preemptor(group.key, wait.cluster_queue, group.priority)
+        allowed = [h for h in candidates(preemptor, held, state, cycle.now) if h.group not in taken]
+        try:
+            members = members_for(group.pods, snapshot.claims, snapshot.templates)
+        except DraqError:
+            continue
+        objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
+
+        def charge(plan: Plan, objects: GroupObjects = objects) -> Any:
+            return charge_group(objects, cycle.units, inventory, cycle.matches, plan)
+
+        found = find_victims(preemptor, allowed, SearchInput(allocator, members, charge, result.usage, nodes, state,
+                                                             cycle.now))
+        tries += found.placed_tries
+        if isinstance(found, NoVictims):
+            waits[wait.group] = _with_note(wait, f"; no preemption: {found.reason}")
+            continue
+        taken.update(found.victims)
+        preempt = Preempt(group.key, wait.cluster_queue, group.priority, found.victims,
+                          tuple(sorted(set(found.placements.values()))))
+        preempts.append(preempt)
+        waits[wait.group] = _with_note(wait, f"; preempting {_names(found)} to make room")
+    return PreemptionPlan(tuple(preempts), waits, tries)
+
+
+def _names(found: Victims) -> str:
+    return f"group(s) {', '.join(found.victims)}"
+
+
+def _with_note(wait: Wait, note: str) -> Wait:
+    return Wait(wait.group, wait.reason, wait.message + note, wait.cluster_queue)
+
+
+def _draining(group: GroupView) -> bool:
+    pod_group = group.pod_group
+    return pod_group is not None and pod_group.phase is Phase.EVICTED and any(
+        p.node_name and p.phase not in TERMINAL_PHASES for p in group.pods)
+
+
+def nodes_after(cycle: CycleInput, result: CycleResult) -> NodeUsage:
+    """Node resources as the cycle left them: bound pods, admitted groups' planned pods, and the pods of
+    the groups it admitted on their planned nodes."""
+    nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
+    groups = {g.key: g for g in cycle.groups}
+    for admit in result.admitted:
+        for pod in groups[admit.group].pods:
+            node = admit.placements.get(pod.key)
+            if node and not pod.node_name and pod.phase not in TERMINAL_PHASES:
+                nodes = nodes.plus(node, PodFit.of(pod).requests)
+    return nodes
+
+
+# ----- what the victims' records say ------------------------------------------------------------------
+def preempted_status(preempt: Preempt, victim: GroupView, now: dt.datetime,
+                     suspended_jobs: Iterable[str] = ()) -> dict[str, Any]:
+    """The durable record of a preemption, written before any member is removed: phase Evicted, charge
+    and plan cleared, requeued at once (no backoff: the group did nothing wrong)."""
+    stamp = format_time(now)
+    evictions = victim.pod_group.evictions if victim.pod_group is not None else 0
+    return {"phase": Phase.EVICTED.value, "message": preempt.message, "members": len(victim.pods),
+            "evictions": evictions, "requeueAt": stamp, "charge": None, "plan": None,
+            "suspendedJobs": sorted(suspended_jobs) or None,
+            "conditions": [condition(ADMITTED_CONDITION, False, PREEMPTED, preempt.message, stamp)]}
+
+
+def victims_of(plan: PreemptionPlan, groups: Sequence[GroupView]) -> list[tuple[Preempt, GroupView]]:
+    by_key = {g.key: g for g in groups}
+    return [(p, by_key[v]) for p in plan.preempts for v in p.victims if v in by_key]

@@ -1,0 +1,119 @@
+"""What an admitted group holds, so that its eviction can be taken back out of a snapshot: its charge,
+the devices of its claims (allocated, or promised by its recorded plan), and its pods' requests on
+their nodes (bound, or planned)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from admission.core.allocator import Usage
+from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
+from admission.core.cycle.plans import promised_allocations
+from admission.core.cycle.timing import parse_time
+from admission.core.features import FeatureGates
+from admission.core.models import AllocationResult, ResourceClaim, qualified_name
+from admission.core.nodefit import NodeUsage, PodFit
+from admission.core.quota import Amounts, QueueState
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """An admitted group as a possible victim."""
+
+    group: str
+    cluster_queue: str
+    priority: int
+    admitted_at: dt.datetime | None
+    charge: Amounts
+    allocations: tuple[AllocationResult, ...]
+    pods: tuple[tuple[str, Mapping[str, int]], ...]  # (node, scheduler requests) per live member
+
+    @property
+    def nodes(self) -> frozenset[str]:
+        return frozenset(node for node, _ in self.pods)
+
+    @property
+    def devices(self) -> int:
+        return sum(len(a.results) for a in self.allocations)
+
+
+def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
+             state: QueueState) -> tuple[Holding, ...]:
+    """Every group the accounting holds as admitted, with what it takes."""
+    found = []
+    for group in groups:
+        pod_group = group.pod_group
+        admission = state.admissions.get(group.key)
+        if pod_group is None or admission is None or not pod_group.holds_quota:
+            continue
+        planned = dict(pod_group.plan.nodes)
+        pods: list[tuple[str, Mapping[str, int]]] = []
+        allocations: dict[str, AllocationResult] = {}
+        for pod in group.pods:
+            if pod.phase in TERMINAL_PHASES:
+                continue
+            node = pod.node_name or planned.get(pod.name, "")
+            if node:
+                pods.append((node, PodFit.of(pod).requests))
+            for entry in pod.resource_claims:
+                name = pod.claim_name_for(entry)
+                claim = claims.get(f"{pod.namespace}/{name}") if name else None
+                if claim is not None and claim.allocation is not None:
+                    allocations[claim.key] = claim.allocation
+        promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace)
+        found.append(Holding(group.key, admission.cluster_queue, group.priority, parse_time(pod_group.admitted_at),
+                             admission.charge, (*allocations.values(), *promised), tuple(pods)))
+    return tuple(found)
+
+
+def without_devices(usage: Usage, victims: Iterable[Holding], gates: FeatureGates) -> Usage:
+    """A copy of `usage` with the victims' devices free again. The copy's sets and maps are replaced,
+    never changed in place, so copies that share them with `usage` are untouched."""
+    freed = usage.copy()
+    exclusive = set(freed.exclusive)
+    shared = dict(freed.shared)
+    consumed = dict(freed.consumed)
+    pools: dict[str, set[str]] = {}
+    for victim in victims:
+        for allocation in victim.allocations:
+            for result in allocation.results:
+                if result.admin_access:
+                    continue
+                device_id = result.device_id
+                if gates.consumable_capacity and result.share_id:
+                    left = shared.get(device_id, 0) - 1
+                    if left > 0:
+                        shared[device_id] = left
+                    else:
+                        shared.pop(device_id, None)
+                    if result.consumed_capacity and device_id in consumed:
+                        totals = dict(consumed[device_id])
+                        for name, amount in result.consumed_capacity.items():
+                            key = qualified_name(name, result.driver)
+                            if key in totals:
+                                totals[key] = max(totals[key] - amount.value, Fraction(0))
+                        consumed[device_id] = totals
+                else:
+                    exclusive.discard(device_id)
+                if device_id not in exclusive and device_id not in shared:
+                    pool = f"{result.driver}/{result.pool}"
+                    if pool not in pools:
+                        pools[pool] = set(freed.by_pool.get(pool, ()))
+                    pools[pool].discard(result.device)
+    freed.exclusive = exclusive
+    freed.shared = defaultdict(int, shared)
+    freed.consumed = consumed
+    for pool, devices in pools.items():
+        freed.by_pool[pool] = devices
+    return freed
+
+
+def without_pods(nodes: NodeUsage, victims: Iterable[Holding]) -> NodeUsage:
+    for victim in victims:
+        for node, requests in victim.pods:
+            nodes = nodes.minus(node, requests)
+    return nodes
