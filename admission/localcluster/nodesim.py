@@ -38,6 +38,7 @@ class NodeSimulator:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._timers: list[threading.Timer] = []
+        self._timed: set[str] = set()  # uids of pods whose end is scheduled
         self._lock = threading.Lock()
 
     # ----- inventory ---------------------------------------------------------------------------------
@@ -159,6 +160,9 @@ class NodeSimulator:
                 self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
             elif pod.status.phase == "Pending":
                 self._mark_running(pod)
+            elif pod.status.phase == "Running":
+                # the Running patch may have been applied by an API server that crashed before answering
+                self._schedule_end(pod)
 
     def _mark_running(self, pod: Any) -> None:
         namespace, name = pod.metadata.namespace, pod.metadata.name
@@ -169,13 +173,21 @@ class NodeSimulator:
             "containerStatuses": statuses,
             "conditions": [{"type": t, "status": "True", "lastTransitionTime": _now()}
                            for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]}})
+        self._schedule_end(pod)
+
+    def _schedule_end(self, pod: Any) -> None:
+        """Complete the pod after its declared run time, once per pod."""
         seconds = (pod.metadata.annotations or {}).get(RUN_SECONDS_ANNOTATION)
-        if seconds:
-            with contextlib.suppress(ValueError):
-                timer = threading.Timer(float(seconds), self._complete_quietly, (namespace, name))
-                timer.daemon = True
-                timer.start()
-                self._timers.append(timer)
+        with self._lock:
+            if not seconds or pod.metadata.uid in self._timed:
+                return
+            self._timed.add(pod.metadata.uid)
+        with contextlib.suppress(ValueError):
+            timer = threading.Timer(float(seconds), self._complete_quietly,
+                                    (pod.metadata.namespace, pod.metadata.name))
+            timer.daemon = True
+            timer.start()
+            self._timers.append(timer)
 
     def _complete_quietly(self, namespace: str, name: str) -> None:
         """Complete a pod whose run time is over; while the API server is away (restarted, etcd frozen),
