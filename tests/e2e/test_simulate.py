@@ -16,16 +16,15 @@ from typing import Any
 from kubernetes import client
 
 from admission.cli.main import main
+from admission.core.labels import QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from tests.e2e.test_closed_loop import member, template
-from tests.e2e.test_operator import RunningOperator, apply, crds, pod_group, queues, settings
+from tests.e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, queues, settings
 from tests.e2e.waiting import until
 
 __all__ = ["crds"]
 
-# name, members, GPUs per member, declared run time; 2 nodes × 8 GPUs and a quota of 16 GPUs
-GROUPS = (("a", 2, 4, "1m"), ("b", 1, 8, "3m"), ("c", 2, 2, "90s"), ("d", 1, 6, "4m"), ("e", 3, 4, "5m"))
 HOLDS_QUOTA = ("Admitted", "Running")
 
 
@@ -55,22 +54,62 @@ def admitted_now(api: Any, namespace: str) -> set[str]:
     return {r["metadata"]["name"] for r in records["items"] if (r.get("status") or {}).get("phase") in HOLDS_QUOTA}
 
 
+Group = tuple[str, str, int, int, int, str]  # name, LocalQueue, priority, members, GPUs per member, run time
+
+
+def submit(control_plane: ControlPlane, namespace: str, groups: tuple[Group, ...]) -> None:
+    """PodGroups (queue, priority, run time) with their gated members, created in the order given."""
+    for name, queue, priority, size, gpus, run_time in groups:
+        group = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
+                 "metadata": {"name": name, "namespace": namespace, "annotations": {"draq.io/run-time": run_time}},
+                 "spec": {"minMember": size, "queue": queue, "priority": priority}}
+        pods = [member(namespace, name, f"{name}-{i}", size, gpus) for i in range(size)]
+        for pod in pods:
+            pod["metadata"]["labels"][QUEUE_LABEL] = queue
+        apply(control_plane, group, template(namespace, name, gpus), *pods)
+
+
 def test_the_operator_admits_what_the_simulation_predicted_in_the_same_waves_on_the_same_nodes(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
         crds: None) -> None:
+    # 2 nodes × 8 GPUs and a quota of 16 GPUs: groups wait for quota and for devices.
     for i in range(2):
         nodesim.add_node(f"sim-{unique}-{i}", "h100")
     queues(control_plane, namespace, unique, gpus=16)
-    for name, size, gpus, run_time in GROUPS:  # created in name order: the queue's FIFO order
-        group = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
-                 "metadata": {"name": name, "namespace": namespace, "annotations": {"draq.io/run-time": run_time}},
-                 "spec": {"minMember": size, "queue": "lq"}}
-        apply(control_plane, group, template(namespace, name, gpus),
-              *(member(namespace, name, f"{name}-{i}", size, gpus) for i in range(size)))
+    submit(control_plane, namespace, (("a", "lq", 0, 2, 4, "1m"), ("b", "lq", 0, 1, 8, "3m"),
+                                      ("c", "lq", 0, 2, 2, "90s"), ("d", "lq", 0, 1, 6, "4m"),
+                                      ("e", "lq", 0, 3, 4, "5m")))
+    compare(control_plane, api, nodesim, namespace)
 
+
+def test_two_queues_of_a_cohort_borrowing_and_a_higher_priority_agree_with_the_operator(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
+        crds: None) -> None:
+    # Two ClusterQueues of 8 GPUs each in one cohort (they lend each other what they do not use), taking
+    # turns at equal priority; a later group of higher priority goes first.
+    for i in range(2):
+        nodesim.add_node(f"coh-{unique}-{i}", "h100")
+    unit, cohort = f"gpus-{unique}", f"cohort-{unique}"
+    objects: list[dict[str, Any]] = [{"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": unit},
+                                      "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}}]
+    for side in ("x", "y"):
+        objects.append({"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
+                        "metadata": {"name": f"cq-{side}-{unique}"},
+                        "spec": {"cohort": cohort, "quotas": [{"unit": unit, "nominal": 8}]}})
+        objects.append({"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
+                        "metadata": {"name": f"l{side}", "namespace": namespace},
+                        "spec": {"clusterQueue": f"cq-{side}-{unique}"}})
+    apply(control_plane, *objects)
+    submit(control_plane, namespace, (("x1", "lx", 0, 2, 4, "70s"), ("y1", "ly", 0, 1, 8, "150s"),
+                                      ("x2", "lx", 0, 1, 8, "3m"), ("y2", "ly", 0, 2, 2, "100s"),
+                                      ("x3", "lx", 5, 1, 6, "4m"), ("y3", "ly", 0, 3, 4, "5m")))
+    compare(control_plane, api, nodesim, namespace)
+
+
+def compare(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str) -> None:
+    """Predict from the live snapshot, then run the operator and check every wave against the prediction."""
     simulation = predicted(control_plane)["simulation"]
     outcomes = {o["group"].split("/", 1)[1]: o for o in simulation["groups"] if o["group"].startswith(f"{namespace}/")}
-    assert set(outcomes) == {name for name, *_ in GROUPS}
     assert all(o["fate"] == "Admitted" for o in outcomes.values()), outcomes
     waves: dict[int, list[str]] = {}
     for name, o in outcomes.items():
@@ -78,7 +117,7 @@ def test_the_operator_admits_what_the_simulation_predicted_in_the_same_waves_on_
     assert len(waves) >= 3, f"the scenario must make groups wait for others to finish: {waves}"
     ends = [o["finishedAfterSeconds"] for o in outcomes.values()]
     assert len(set(ends)) == len(ends), f"one group finishes at a time, as the test finishes them: {ends}"
-    print("predicted waves:", {cycle: sorted(names) for cycle, names in sorted(waves.items())})
+    print("predicted waves:", [sorted(names) for _, names in sorted(waves.items())])
 
     running = RunningOperator(settings(control_plane, namespace)).start()
     try:
@@ -96,20 +135,18 @@ def test_the_operator_admits_what_the_simulation_predicted_in_the_same_waves_on_
                 assert real_plan(api, namespace, name) == (nodes, devices), f"group {name} on the predicted nodes " \
                     "with the predicted devices"
             admitted = wanted
-            # Finish the groups the simulation ends before the next wave, in its order.
+            # Finish the groups the simulation ends before the next wave (all of them after the last), in its order.
             later = [c for c in sorted(waves) if c > cycle]
-            if not later:
-                break
-            start_next = outcomes[waves[later[0]][0]]["admittedAfterSeconds"]
+            start_next = outcomes[waves[later[0]][0]]["admittedAfterSeconds"] if later else float("inf")
             ending = sorted((o["finishedAfterSeconds"], name) for name, o in outcomes.items()
                             if name in admitted and o["finishedAfterSeconds"] is not None
                             and o["finishedAfterSeconds"] <= start_next)
-            assert ending, f"the simulation admits wave {later[0]} only after a group finishes"
+            assert ending, f"the simulation admits wave {later[0] if later else '-'} only after a group finishes"
             for _, name in ending:
                 finish(api, nodesim, namespace, name, outcomes[name])
                 admitted.discard(name)
                 finished.add(name)
-        assert finished | admitted == set(outcomes)
+        assert finished == set(outcomes) and not admitted
     finally:
         running.stop()
     assert running.error is None, running.error
