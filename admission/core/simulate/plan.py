@@ -95,8 +95,8 @@ class _Search:
 def plan_nodes(world: World, settings: SimulationSettings, profiles: Sequence[str], make: NodeMaker,
                targets: Collection[str] | None = None, within: float = 0.0,
                progress: ProgressHook | None = None) -> NodePlan:
-    """The fewest nodes of `profiles` to add so that `targets` (default: every group that waits now) are
-    admitted within `within` seconds of simulated time."""
+    """The fewest nodes of `profiles` to add so that `targets` (default: every group the simulation leaves
+    waiting after `within` seconds) are admitted within `within` seconds of simulated time."""
     if not profiles:
         raise ValueError("plan_nodes needs at least one profile")
     bounded = replace(settings, horizon=within)

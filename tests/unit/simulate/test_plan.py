@@ -73,3 +73,17 @@ def test_named_targets_count_the_groups_ahead_of_them_in_the_queue() -> None:
     # `a` is ahead of `b` (same time, key order) and takes the first node added.
     second = plan_nodes(world, SETTINGS, ["big"], maker({"big": 8}), targets=["default/b"])
     assert dict(second.counts) == {"big": 2} and second.admitted == ("default/b",)
+
+
+def test_a_horizon_lets_running_groups_finish_first_and_fewer_nodes_are_needed() -> None:
+    # One 8-GPU node: `first` (30 min) runs, `second` waits. At once it needs a node; within an hour, none.
+    objects = [*cluster(nodes=1, quota=100), *gang("first", 1, 8, run_time="30m"),
+               *gang("second", 1, 8, created="2026-01-01T00:00:05Z", run_time="30m")]
+    world = load(objects, GATES).world
+    settings = SimulationSettings(GATES, START, None, load(objects, GATES).run_times)
+    assert dict(plan_nodes(world, settings, ["big"], maker({"big": 8})).counts) == {"big": 1}
+    assert plan_nodes(world, settings, ["big"], maker({"big": 8}), within=3600).targets == (), \
+        "no group waits beyond the hour"
+    later = plan_nodes(world, settings, ["big"], maker({"big": 8}), targets=["default/second"], within=3600)
+    assert dict(later.counts) == {"big": 0} and later.admitted == ("default/second",)
+    assert later.result.outcome("default/second").admitted_after == 1800.0
