@@ -15,9 +15,9 @@ from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import promised_allocations
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
-from admission.core.models import AllocationResult, ResourceClaim, qualified_name
+from admission.core.models import AllocationResult, Pod, ResourceClaim, qualified_name
 from admission.core.nodefit import NodeUsage, PodFit
-from admission.core.quota import Amounts, QueueState
+from admission.core.quota import Amounts, Phase, QueueState
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +30,15 @@ class Holding:
     admitted_at: dt.datetime | None
     charge: Amounts
     allocations: tuple[AllocationResult, ...]
-    pods: tuple[tuple[str, Mapping[str, int]], ...]  # (node, scheduler requests) per live member
+    pods: tuple[tuple[str, Pod], ...]  # (node, pod) per live member, bound or planned
 
     @property
     def nodes(self) -> frozenset[str]:
         return frozenset(node for node, _ in self.pods)
+
+    def requests(self) -> tuple[tuple[str, Mapping[str, int]], ...]:
+        """What the members take on their nodes (scheduler units)."""
+        return tuple((node, PodFit.of(pod).requests) for node, pod in self.pods)
 
     @property
     def devices(self) -> int:
@@ -51,20 +55,22 @@ def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
         if pod_group is None or admission is None or not pod_group.holds_quota:
             continue
         planned = dict(pod_group.plan.nodes)
-        pods: list[tuple[str, Mapping[str, int]]] = []
+        pods: list[tuple[str, Pod]] = []
         allocations: dict[str, AllocationResult] = {}
         for pod in group.pods:
             if pod.phase in TERMINAL_PHASES:
                 continue
             node = pod.node_name or planned.get(pod.name, "")
             if node:
-                pods.append((node, PodFit.of(pod).requests))
+                pods.append((node, pod))
             for entry in pod.resource_claims:
                 name = pod.claim_name_for(entry)
                 claim = claims.get(f"{pod.namespace}/{name}") if name else None
                 if claim is not None and claim.allocation is not None:
                     allocations[claim.key] = claim.allocation
-        promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace)
+        # As the cycle's promised devices: the planned claims not allocated yet, of groups not running yet.
+        promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace) \
+            if pod_group.phase is Phase.ADMITTED else ()
         found.append(Holding(group.key, admission.cluster_queue, group.priority, parse_time(pod_group.admitted_at),
                              admission.charge, (*allocations.values(), *promised), tuple(pods)))
     return tuple(found)
@@ -114,6 +120,6 @@ def without_devices(usage: Usage, victims: Iterable[Holding], gates: FeatureGate
 
 def without_pods(nodes: NodeUsage, victims: Iterable[Holding]) -> NodeUsage:
     for victim in victims:
-        for node, requests in victim.pods:
+        for node, requests in victim.requests():
             nodes = nodes.minus(node, requests)
     return nodes

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from admission.core.allocator import Allocator, GangMember, GangPlan, Usage, place_gang
+from admission.core.models import EXACT_COUNT
 from admission.core.nodefit import NodeUsage
 from admission.core.preemption.holdings import Holding, without_devices, without_pods
 from admission.core.quota import ChargeResult, Plan, QueueState, Unchargeable
@@ -113,12 +114,13 @@ def candidates(preemptor: Preemptor, held: Iterable[Holding], state: QueueState,
                now: dt.datetime | None) -> tuple[Holding, ...]:
     """The groups the policies allow evicting, most preferred first."""
     allowed = [h for h in held if not may_preempt(preemptor, h, state, now)]
-    shares = {q: dominant_share(state, q) for q in {h.cluster_queue for h in allowed}}
+    # Shares as floats: the order is the same, and comparing thousands of equal fractions is slow.
+    shares = {q: (-flag, -float(share)) for q in {h.cluster_queue for h in allowed}
+              for flag, share in (dominant_share(state, q),)}
 
     def preference(h: Holding) -> tuple[object, ...]:
-        flag, share = shares[h.cluster_queue]
         admitted = h.admitted_at.timestamp() if h.admitted_at is not None else 0.0
-        return h.priority, -flag, -share, -admitted, h.devices, h.group
+        return h.priority, shares[h.cluster_queue], -admitted, h.devices, h.group
 
     return tuple(sorted(allowed, key=preference))
 
@@ -131,25 +133,81 @@ class _Trials:
         self.preemptor = preemptor
         self.data = data
         self.placed = 0
+        self._charges: dict[int, tuple[GangPlan, ChargeResult | None]] = {}
+        self._device_node: dict[str, str] | None = None
+        self._free: dict[str, int] | None = None
+        self._by_node: dict[str, dict[str, int]] = {}
 
-    def place(self, victims: Sequence[Holding]) -> GangPlan:
-        self.placed += 1
+    @property
+    def device_node(self) -> Mapping[str, str]:
+        """Each device's node (node-local devices only)."""
+        if self._device_node is None:
+            allocator = self.data.allocator
+            self._device_node = {d.id: node for node in allocator.snapshot.nodes
+                                 for d in allocator.view(node).devices}
+        return self._device_node
+
+    def place(self, victims: Sequence[Holding], roomy: bool = False) -> GangPlan:
+        """The group placed with `victims` evicted. `roomy`: first try only the nodes that would have
+        room for a member's devices (members without devices go anywhere); then all nodes."""
         data = self.data
         usage = without_devices(data.usage, victims, data.allocator.gates)
-        return place_gang(data.allocator, data.members, usage=usage, nodes=without_pods(data.nodes, victims))
+        nodes = without_pods(data.nodes, victims)
+        if roomy:
+            room = self.free_devices(victims)
+            members = []
+            for member in data.members:
+                least = _least_devices(member)
+                if least:
+                    member = replace(member, nodes=tuple(sorted(
+                        n for n in (member.nodes or room) if room.get(n, 0) >= least)))
+                members.append(member)
+            self.placed += 1
+            placed = place_gang(data.allocator, members, usage=usage, nodes=nodes)
+            if placed.feasible:
+                return placed
+        self.placed += 1
+        return place_gang(data.allocator, data.members, usage=usage, nodes=nodes)
+
+    def free_devices(self, victims: Iterable[Holding]) -> dict[str, int]:
+        """Node-local devices free on each node with `victims` evicted."""
+        if self._free is None:
+            self._free = {}
+            for device_id, node in self.device_node.items():
+                if not self.data.usage.is_allocated(device_id):
+                    self._free[node] = self._free.get(node, 0) + 1
+        free = dict(self._free)
+        for victim in victims:
+            for node, count in self.devices_by_node(victim).items():
+                free[node] = free.get(node, 0) + count
+        return free
+
+    def devices_by_node(self, victim: Holding) -> Mapping[str, int]:
+        found = self._by_node.get(victim.group)
+        if found is None:
+            found = {}
+            for allocation in victim.allocations:
+                for result in allocation.results:
+                    node = self.device_node.get(result.device_id)
+                    if node is not None:
+                        found[node] = found.get(node, 0) + 1
+            self._by_node[victim.group] = found
+        return found
 
     def charge(self, placed: GangPlan) -> ChargeResult | None:
+        known = self._charges.get(id(placed))
+        if known is not None and known[0] is placed:
+            return known[1]
         try:
-            return self.data.charge(Plan(dict(placed.placements), dict(placed.allocations)))
+            charged: ChargeResult | None = self.data.charge(Plan(dict(placed.placements), dict(placed.allocations)))
         except Unchargeable:
-            return None
+            charged = None
+        self._charges[id(placed)] = (placed, charged)
+        return charged
 
     def quota_fits(self, victims: Sequence[Holding], charged: ChargeResult) -> str:
         """"" when the charge fits with the victims' charges released and the borrowing policy holds."""
-        state = self.data.state
-        for victim in victims:
-            if victim.group in state.admissions:
-                state = state.evict(victim.group)
+        state = self.data.state.evict_all(v.group for v in victims)
         queue = self.preemptor.cluster_queue
         fit = state.fits(queue, charged.total)
         if not fit.ok:
@@ -179,25 +237,23 @@ def find_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: SearchI
     if not allowed:
         return NoVictims(preemptor.group, preemptor.cluster_queue,
                          "no admitted group may be preempted for it under its ClusterQueue's policies")
-    why, placed = trials.fits(allowed)
-    if placed is None and _borrowing_allows_own_lower(preemptor, data.state):
-        # Borrowing while preempting evicts only lower-priority groups of its own queue: try those alone.
-        own = [h for h in allowed if h.cluster_queue == preemptor.cluster_queue and h.priority < preemptor.priority]
-        if own and len(own) < len(allowed):
-            _, placed = trials.fits(own)
-            if placed is not None:
-                allowed = own
-    if placed is None:
-        return NoVictims(preemptor.group, preemptor.cluster_queue,
-                         f"even evicting all {len(allowed)} group(s) its policies allow would not admit it: {why}",
-                         trials.placed)
-    chosen = list(allowed)
-    by_nodes = _by_nodes(allowed, trials)
-    if by_nodes is not None:
-        _, placed_now = trials.fits(by_nodes)
-        if placed_now is not None:
-            chosen, placed = by_nodes, placed_now
-    chosen, placed = _shrink(chosen, placed, trials)
+    found = _by_nodes(allowed, trials)
+    if found is None:
+        why, placed = trials.fits(allowed)
+        if placed is None and _borrowing_allows_own_lower(preemptor, data.state):
+            # Borrowing while preempting evicts only lower-priority groups of its own queue: try those alone.
+            own = [h for h in allowed
+                   if h.cluster_queue == preemptor.cluster_queue and h.priority < preemptor.priority]
+            if own and len(own) < len(allowed):
+                _, placed = trials.fits(own)
+                if placed is not None:
+                    allowed = own
+        if placed is None:
+            return NoVictims(preemptor.group, preemptor.cluster_queue,
+                             f"even evicting all {len(allowed)} group(s) its policies allow would not admit it: "
+                             f"{why}", trials.placed)
+        found = list(allowed), placed
+    chosen, placed = _shrink(*found, trials)
     return Victims(preemptor.group, preemptor.cluster_queue, tuple(v.group for v in chosen),
                    dict(placed.placements), trials.placed)
 
@@ -207,9 +263,9 @@ def _borrowing_allows_own_lower(preemptor: Preemptor, state: QueueState) -> bool
     return queue is not None and queue.preemption.borrow_within_cohort is BorrowWithinCohort.LOWER_PRIORITY
 
 
-def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> list[Holding] | None:
+def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> tuple[list[Holding], GangPlan] | None:
     """Victims on the fewest, cheapest nodes that make the group placeable, plus victims elsewhere in
-    preference order until its quota fits; None when no prefix does."""
+    preference order until its quota fits, and the group's placement then; None when no prefix does."""
     rank = {h.group: i for i, h in enumerate(allowed)}
     on_node: dict[str, list[Holding]] = {}
     for holding in allowed:
@@ -225,19 +281,26 @@ def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> list[Holding] | No
                 seen.setdefault(holding.group, holding)
         return sorted(seen.values(), key=lambda h: rank[h.group])
 
-    low, high = 0, len(ranked)
-    best: GangPlan | None = None
+    # Fewer nodes than this cannot give the members their devices: start there, then gallop and bisect.
+    low = _fewest_nodes(ranked, on_node, allowed, trials)
+    if low is None:
+        return None
+    high, best = low, trials.place(prefix(low), roomy=True)
+    step = 1
+    while not best.feasible:
+        if high >= len(ranked):
+            return None
+        low = high + 1
+        high = min(len(ranked), high + step)
+        step *= 2
+        best = trials.place(prefix(high), roomy=True)
     while low < high:
         middle = (low + high) // 2
-        placed = trials.place(prefix(middle))
+        placed = trials.place(prefix(middle), roomy=True)
         if placed.feasible:
             high, best = middle, placed
         else:
             low = middle + 1
-    if best is None:
-        best = trials.place(prefix(high))
-        if not best.feasible:
-            return None
     chosen = prefix(high)
     charged = trials.charge(best)
     if charged is None:
@@ -249,28 +312,78 @@ def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> list[Holding] | No
         if holding.group not in names:
             chosen.append(holding)
             names.add(holding.group)
-    return sorted(chosen, key=lambda h: rank[h.group]) if not trials.quota_fits(chosen, charged) else None
+    if trials.quota_fits(chosen, charged):
+        return None
+    return sorted(chosen, key=lambda h: rank[h.group]), best
+
+
+def _fewest_nodes(ranked: Sequence[str], on_node: Mapping[str, list[Holding]], allowed: Sequence[Holding],
+                  trials: _Trials) -> int | None:
+    """The smallest prefix of `ranked` that frees, with the devices free now, at least as many devices as
+    the members' claims ask for at least, with room for each member's on one node; None if none does."""
+    data = trials.data
+    per_member = [_least_devices(m) for m in data.members]
+    total = sum(_least_devices(m) for m in {c.key: m for m in data.members for c in m.claims}.values()) \
+        if per_member else 0
+    total = min(total, sum(per_member))
+    if total == 0:
+        return 0
+    smallest = min((n for n in per_member if n), default=1)
+    needing = sum(1 for n in per_member if n)
+    room = trials.free_devices(())
+    devices = sum(room.values())
+    slots = sum(r // smallest for r in room.values())
+    evicted: set[str] = set()
+    if devices >= total and slots >= needing:
+        return 0
+    for k, node in enumerate(ranked, start=1):
+        for holding in on_node[node]:
+            if holding.group in evicted:
+                continue
+            evicted.add(holding.group)
+            for where, count in trials.devices_by_node(holding).items():
+                before = room.get(where, 0)
+                room[where] = before + count
+                devices += count
+                slots += (before + count) // smallest - before // smallest
+        if devices >= total and slots >= needing:
+            return k
+    return None
+
+
+def _least_devices(member: GangMember) -> int:
+    """The fewest devices the member's unallocated claims can take (admin access takes none)."""
+    least = 0
+    for claim in member.claims:
+        if claim.allocation is not None:
+            continue
+        for request in claim.spec.requests:
+            counts = [a.count if a.allocation_mode == EXACT_COUNT and not a.admin_access else 0
+                      for a in request.alternatives]
+            least += min(counts, default=0)
+    return least
 
 
 def _shrink(chosen: list[Holding], placed: GangPlan, trials: _Trials) -> tuple[list[Holding], GangPlan]:
     """Drop victims the group does not need, least preferred first; the result is checked in full."""
-    used_nodes = set(placed.placements.values())
     charged = trials.charge(placed)
     assert charged is not None
-    needed = _devices_needed(placed, trials.data.allocator, used_nodes)
     kept = list(chosen)
+    room = _room(kept, placed, trials)
     for victim in reversed(chosen):
         rest = [h for h in kept if h.group != victim.group]
-        if victim.nodes & used_nodes:
-            if not _may_have_room(victim, rest, needed, trials):
+        on_used = {node: count for node, count in trials.devices_by_node(victim).items() if node in room}
+        used = set(placed.placements.values())
+        if victim.nodes & used or on_used:
+            # Without it, each node of the placement it is on must still have the devices placed there.
+            if any(room[node] < count for node, count in on_used.items()):
                 continue
             _, again = trials.fits(rest)
             if again is None:
                 continue
             kept, placed = rest, again
-            used_nodes = set(placed.placements.values())
-            needed = _devices_needed(placed, trials.data.allocator, used_nodes)
             charged = trials.charge(placed) or charged
+            room = _room(kept, placed, trials)
         elif not trials.quota_fits(rest, charged):
             kept = rest
     if kept != chosen:
@@ -281,27 +394,13 @@ def _shrink(chosen: list[Holding], placed: GangPlan, trials: _Trials) -> tuple[l
     return kept, placed
 
 
-def _devices_needed(placed: GangPlan, allocator: Allocator, nodes: set[str]) -> dict[str, int]:
-    """How many devices the placement takes on each of its nodes."""
-    device_node = {d.id: node for node in nodes for d in allocator.view(node).devices}
-    needed: dict[str, int] = {}
+def _room(victims: Sequence[Holding], placed: GangPlan, trials: _Trials) -> dict[str, int]:
+    """On each node the placement uses: devices free with `victims` evicted, less those it places there."""
+    free = trials.free_devices(victims)
+    room = {node: free.get(node, 0) for node in set(placed.placements.values())}
     for allocation in placed.allocations.values():
         for result in allocation.results:
-            node = device_node.get(result.device_id)
-            if node is not None:
-                needed[node] = needed.get(node, 0) + 1
-    return needed
-
-
-def _may_have_room(victim: Holding, rest: Sequence[Holding], needed: Mapping[str, int], trials: _Trials) -> bool:
-    """Whether each node of the placement the victim is on would keep enough free devices without
-    evicting it (a cheap test before placing again)."""
-    data = trials.data
-    usage = without_devices(data.usage, rest, data.allocator.gates)
-    for node, count in needed.items():
-        if node not in victim.nodes:
-            continue
-        free = sum(1 for d in data.allocator.view(node).devices if not usage.is_allocated(d.id))
-        if free < count:
-            return False
-    return True
+            node = trials.device_node.get(result.device_id)
+            if node is not None and node in room:
+                room[node] -= 1
+    return room

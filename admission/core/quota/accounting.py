@@ -207,6 +207,25 @@ class QueueState:
         """The group was evicted (e.g. not bound in time): its charge is released for requeueing."""
         return self.finish(group)
 
+    def evict_all(self, groups: Iterable[str]) -> QueueState:
+        """`evict` of each admitted group named (others are ignored), in one step."""
+        admissions = dict(self.admissions)
+        released: dict[tuple[Bucket, str], dict[str, Fraction]] = {}
+        for group in groups:
+            admission = admissions.pop(group, None)
+            if admission is None:
+                continue
+            totals = released.setdefault(("used" if admission.bound else "reserved", admission.cluster_queue), {})
+            for unit, amount in admission.charge:
+                totals[unit] = totals.get(unit, Fraction(0)) + amount
+        if not released:
+            return self
+        used, reserved = dict(self.used), dict(self.reserved)
+        for (bucket, queue), totals in released.items():
+            current = used if bucket == "used" else reserved
+            current[queue] = current.get(queue, NONE) - Amounts.of(totals)
+        return replace(self, admissions=_frozen(admissions), used=_frozen(used), reserved=_frozen(reserved))
+
     def recharge(self, group: str, charge: Amounts) -> QueueState:
         """Replace a group's recorded charge (e.g. with what reconciliation found really allocated)."""
         admission = self._admission(group)

@@ -81,6 +81,17 @@ def test_evict_releases_a_reservation() -> None:
     assert state.evict("ns/g").fits("q", gpus(4)).ok
 
 
+def test_evict_all_is_evict_of_each_admitted_group() -> None:
+    state = QueueState.empty(models(cluster_queue("q", quota("gpus", 8)), cluster_queue("r", quota("gpus", 8))))
+    state = state.admit("ns/a", "q", gpus(3)).admit("ns/b", "q", gpus(2)).admit("ns/c", "r", gpus(4)).bind("ns/b")
+    one_by_one = state.evict("ns/a").evict("ns/b").evict("ns/c")
+    together = state.evict_all(["ns/a", "ns/b", "ns/c", "ns/not-admitted"])
+    assert together.admissions == one_by_one.admissions == {}
+    for queue in ("q", "r"):
+        assert together.usage(queue) == one_by_one.usage(queue) and not together.usage(queue)
+    assert state.evict_all(["ns/b"]).usage("q") == gpus(3) and state.evict_all([]) is state
+
+
 def test_admit_refuses_what_does_not_fit_and_double_admission() -> None:
     state = QueueState.empty(models(cluster_queue("q", quota("gpus", 4))))
     with pytest.raises(AccountingError, match="unit gpus"):
