@@ -110,6 +110,54 @@ def cycle_input(groups: int, nodes: int, gpus: int) -> CycleInput:
                       rebuild_state(queues, views), device_selected)
 
 
+def held(nodes: int, gpus: int) -> list[dict[str, Any]]:
+    """Claims holding every GPU of the first `nodes` nodes (the cluster half full when `nodes` is half)."""
+    return [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": f"busy-{n}", "namespace": "other"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": gpus}}]}},
+        "status": {"allocation": {"devices": {"results": [
+            {"request": "gpus", "driver": DRIVER, "pool": f"node-{n:05d}", "device": f"gpu-{g}"}
+            for g in range(gpus)]}}},
+    } for n in range(nodes)]
+
+
+def large_cycle_input(groups: int, queues: int, nodes: int, gpus: int) -> CycleInput:
+    """`groups` pending groups in `queues` ClusterQueues on `nodes` nodes whose first half is full: groups of
+    1-4 pods x one 1-, 2-, 4- or 8-GPU claim (a few shapes, as a real queue has), each queue's nominal quota
+    a fair share of the cluster's GPUs."""
+    objects: list[dict[str, Any]] = []
+    names = [f"q{i:02d}" for i in range(queues)]
+    for index in range(groups):
+        size, gpus_each = (1, 2, 4)[index % 3], (1, 2, 4, 8)[index // 3 % 4]
+        objects += gang_manifests(f"g{index:04d}", names[index % queues], size, gpus_each,
+                                  f"2026-01-01T{index // 3600:02d}:{index // 60 % 60:02d}:{index % 60:02d}Z")
+    models = parse_objects(cluster_manifests(nodes, gpus, MODELS, NODE_ALLOCATABLE) + held(nodes // 2, gpus)
+                           + objects)
+    nominal = parse_quantity(nodes * gpus // queues)
+    cluster_queues = [ClusterQueue(f"{name}-cq", (UnitQuota("gpus", nominal),)) for name in names]
+    local_queues = {q.key: q for q in (LocalQueue(NAMESPACE, name, f"{name}-cq") for name in names)}
+    views = collect_groups([m for m in models if isinstance(m, Pod)], ())
+    units = (quota_unit("gpus", {"devices": {"deviceClassNames": ["gpu"]}}),)
+    return CycleInput(Snapshot.from_models(models), GATES, views, local_queues, units,
+                      rebuild_state(cluster_queues, views), device_selected)
+
+
+def bench_large_cycle(groups: int, queues: int, nodes: int, gpus: int, repeat: int) -> None:
+    cycle = large_cycle_input(groups, queues, nodes, gpus)
+    run_cycle(cycle)  # the snapshot's node views and selector results, as a kept snapshot has them
+    timings = []
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = run_cycle(cycle)
+        timings.append((time.perf_counter() - start) * 1000)
+    assert result is not None
+    print(f"run_cycle, {groups} groups (1-4 pods x one 1-8 GPU claim) in {queues} ClusterQueues, {nodes} nodes x "
+          f"{gpus} GPUs, first half full: median {statistics.median(timings):.0f} ms "
+          f"(range {min(timings):.0f}-{max(timings):.0f}; goal <= 1 s); {outcome(result)}; {load()}")
+
+
 def outcome(result: CycleResult) -> str:
     reasons = Counter(str(w.reason) for w in result.waiting)
     waiting = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
@@ -169,6 +217,7 @@ def main() -> None:
         parser.error("--repeat must be at least 1")
     bench_cycle(50, 16, 8, args.repeat)
     bench_cycle(200, 128, 8, args.repeat)
+    bench_large_cycle(1000, 20, 512, 8, max(3, args.repeat // 2))
     bench_charging(64, 128, 8, args.repeat)
 
 

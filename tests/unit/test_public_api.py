@@ -10,9 +10,9 @@ import pytest
 PUBLIC = {
     "admission.core.allocator": [
         "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlan", "INVALID_POOLS",
-        "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView", "RequestExplanation",
-        "Snapshot", "SnapshotIndex", "Status", "Usage", "allocation_to_manifest", "explain", "explain_best",
-        "members_for", "place_gang", "pod_claims",
+        "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
+        "RequestExplanation", "Snapshot", "SnapshotIndex", "Status", "Usage", "allocation_to_manifest", "explain",
+        "explain_best", "members_for", "place_gang", "pod_claims",
     ],
     "admission.core.cycle": [
         "Admit", "ChargeCorrection", "CycleInput", "CycleResult", "DEFAULT_BIND_TIMEOUT", "Evict", "Extend",

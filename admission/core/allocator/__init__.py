@@ -12,7 +12,7 @@ from admission.core.allocator.errors import (
     NodeAllocationError,
 )
 from admission.core.allocator.explain import Explanation, RequestExplanation, explain, explain_best
-from admission.core.allocator.gang import GangMember, GangPlan, members_for, place_gang, pod_claims
+from admission.core.allocator.gang import GangMember, GangPlan, KnownUnfit, members_for, place_gang, pod_claims
 from admission.core.allocator.inventory import NodeView, PoolView, SnapshotIndex
 from admission.core.allocator.results import allocation_to_manifest
 from admission.core.allocator.usage import Usage
@@ -25,6 +25,7 @@ __all__ = [
     "Explanation",
     "GangMember",
     "GangPlan",
+    "KnownUnfit",
     "MissingDeviceClass",
     "NodeAllocationError",
     "NodeView",

@@ -228,6 +228,35 @@ class Allocator:
                           usage if usage is not None else self.usage, self.gates, self.selectors, self.budget,
                           self._claims)
 
+    def fails_on_full_nodes(self, claims: Sequence[ResourceClaim]) -> bool:
+        """Whether `allocate(node, claims, usage)` is sure to answer "does not fit" on every node whose
+        devices are all in use (see `full_nodes`): the claims, all unallocated, passed the request checks
+        on an earlier node, and the first one's first request is a plain `exactly` request."""
+        if not claims or self.gates.consumable_capacity:
+            return False
+        memo = self._claims
+        for claim in claims:
+            known = memo.get(id(claim))
+            if claim.allocation is not None or known is None or known[0] is not claim:
+                return False
+        alternatives = memo[id(claims[0])][2]
+        if not alternatives or len(alternatives[0]) != 1:
+            return False
+        first = alternatives[0][0][0]
+        return not (first.admin or first.all_devices is not None or first.request != first.result_name
+                    or first.selection.count < 1)
+
+    def full_nodes(self, usage: Usage, names: Iterable[str] | None = None) -> set[str]:
+        """The nodes (of `names`, default all) that have devices, all in use, and only valid pools."""
+        found = set()
+        is_allocated = usage.is_allocated
+        for name in self.snapshot.nodes if names is None else names:
+            view = self.view(name)
+            if view.devices and all(is_allocated(d.id) for d in view.devices) \
+                    and all(p.invalid is None for p in view.pools):
+                found.add(name)
+        return found
+
     def _first_request_has_no_device(self, view: NodeView, pending: Sequence[ResourceClaim], usage: Usage) -> bool:
         """Whether the search is sure to fail at once, before any selector runs: every claim passed the
         request checks on an earlier node, the node's pools are all valid, and the first request (a plain

@@ -71,6 +71,8 @@ class _State:
     # (claims and requests shape, node) known not to fit. Usage only grows along a branch, so what did
     # not fit stays unfit for every later pod of the same shape: gangs of identical pods skip full nodes.
     unfit: set[tuple[str, str]] = field(default_factory=set)
+    # Nodes whose devices are all in use in `usage` (None: not worked out yet).
+    full: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +96,82 @@ class _Candidates:
 
 def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
                promised: Iterable[AllocationResult] = (), usage: Usage | None = None,
-               nodes: NodeUsage | None = None, max_backtracks: int = DEFAULT_MAX_BACKTRACKS) -> GangPlan:
+               nodes: NodeUsage | None = None, max_backtracks: int = DEFAULT_MAX_BACKTRACKS,
+               known: KnownUnfit | None = None) -> GangPlan:
     """Place every member or say why not. `promised`: devices of admitted-but-unbound groups;
-    `nodes`: what pods already take on each node (default: the pods bound in the snapshot)."""
+    `nodes`: what pods already take on each node (default: the pods bound in the snapshot).
+    `known`: what earlier calls with this very usage, promised devices and node usage found (a cycle
+    shares it between groups until an admission changes the usage); read and added to."""
+    if known is None:
+        return _place_gang(allocator, members, promised, usage, nodes, max_backtracks, KnownUnfit())
+    return _place_gang(allocator, members, promised, usage, nodes, max_backtracks, known)
+
+
+@dataclass(slots=True)
+class KnownUnfit:
+    """For one state of device and node usage: (shape, node) pairs that do not fit, and the nodes whose
+    devices are all in use (None: not worked out yet)."""
+
+    pairs: set[tuple[str, str]] = field(default_factory=set)
+    full: frozenset[str] | None = None
+    # Groups of one shape that failed (no allocation error): the answer, and the failed member's claims.
+    failures: dict[object, tuple[GangPlan, int, tuple[str, ...]]] = field(default_factory=dict)
+
+
+def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
+                usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit) -> GangPlan:
+    root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
+    shape = _group_shape(members) if not allocator.gates.extended_resource else None
+    seen = known.failures.get(shape) if shape is not None else None
+    if seen is not None:
+        return _renamed(seen, members)
+    try:
+        plan = _search_gang(allocator, members, promised, usage, nodes, max_backtracks, root)
+    finally:
+        known.full = root.full
+    if shape is not None and not plan.feasible and not plan.error and plan.failed_member is not None:
+        at = next(i for i, m in enumerate(members) if m.key == plan.failed_member)
+        explanation = plan.explanation
+        if explanation is None or (not explanation.notes and all(r.error is None for r in explanation.requests)):
+            known.failures[shape] = (plan, at, tuple(c.key for c in members[at].claims))
+    return plan
+
+
+def _group_shape(members: Sequence[GangMember]) -> object:
+    """What decides where a group can be placed, names left out: per member, its claims and requests, the
+    nodes it may use and what the node filters read of it."""
+    return tuple((_shape(m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None)
+                 for m in members)
+
+
+def _renamed(seen: tuple[GangPlan, int, tuple[str, ...]], members: Sequence[GangMember]) -> GangPlan:
+    """The failure of an earlier group of the same shape, in this group's names: the same member (by
+    position) fails after as many others were placed, with the same best node and device counts."""
+    plan, at, old_claims = seen
+    member = members[at]
+    new_claims = {old: new.key for old, new in zip(old_claims, member.claims, strict=True)}
+    old_prefix = f"pod {plan.failed_member}"
+    reason = plan.reason
+    if reason is not None and reason.startswith(old_prefix):
+        reason = f"pod {member.key}" + reason[len(old_prefix):]
+    explanation = plan.explanation
+    if explanation is not None:
+        explanation = dataclasses.replace(explanation, requests=tuple(
+            dataclasses.replace(r, claim=new_claims.get(r.claim, r.claim)) for r in explanation.requests))
+    return GangPlan(False, reason=reason, failed_member=member.key, explanation=explanation,
+                    unschedulable=plan.unschedulable)
+
+
+def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
+                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, root: _State) -> GangPlan:
     base = (usage or allocator.usage).copy()
     for allocation in promised:
         base.add(allocation, allocator.gates)
     fit_index = allocator.snapshot.node_fit
     search = _Search(allocator, fit_index, allocator.gates.extended_resource)
     node_names = sorted(allocator.snapshot.nodes)
-    states = [_State(base, {}, {}, nodes if nodes is not None else fit_index.usage)]
+    root.usage, root.nodes = base, nodes if nodes is not None else fit_index.usage
+    states = [root]
     cursors = [0]
     backtracks = 0
     static: dict[object, _Candidates] = {}
@@ -209,9 +277,22 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
     shape = _shape(claims, member.fit)
     last: Outcome | None = None
+    # Nodes with every device in use are passed over where the allocator would answer "does not fit"
+    # there before looking at any device (it says when: `fails_on_full_nodes`).
+    full: frozenset[str] = frozenset()
+    asked = search.dra_extended  # whether `full` is settled (asked once the claims were checked)
     for position in range(start, len(candidates)):
         node = candidates[position]
         if (shape, node) in state.unfit:
+            continue
+        if not asked and last is not None:
+            asked = True
+            if allocator.fails_on_full_nodes(claims):
+                if state.full is None:
+                    state.full = frozenset(allocator.full_nodes(state.usage))
+                full = state.full
+        if node in full:
+            state.unfit.add((shape, node))
             continue
         reasons, extended = _node_check(search, member, node, state.nodes)
         if reasons:
@@ -228,7 +309,10 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
                 allocations[key] = allocation
             placements = {**state.placements, member.key: node}
             nodes = state.nodes if member.fit is None else state.nodes.plus(node, member.fit.requests)
-            return _State(usage, allocations, placements, nodes, set(state.unfit)), position
+            child_full = state.full
+            if child_full is not None and node not in child_full and allocator.full_nodes(usage, (node,)):
+                child_full = child_full | {node}
+            return _State(usage, allocations, placements, nodes, set(state.unfit), child_full), position
         last = outcome
         if outcome.status is Status.ERROR:
             return outcome  # a hard error fails on every node alike

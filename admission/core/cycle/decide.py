@@ -18,6 +18,7 @@ from enum import StrEnum
 from admission.core.allocator import (
     Allocator,
     GangPlan,
+    KnownUnfit,
     Snapshot,
     SnapshotIndex,
     Usage,
@@ -159,6 +160,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                 usage.add(allocation, cycle.gates)
             nodes = _with_pods(nodes, late, grown.placements)
     blocked: dict[str, str] = {}
+    # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
+    unfit = _Unfit()
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
             decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
@@ -166,7 +169,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   cluster_queue))
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
-        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps)
+        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps,
+                           unfit.at(usage, nodes))
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
@@ -176,6 +180,21 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
             blocked[cluster_queue] = group.key
     return CycleResult(tuple(decisions), state, usage, steps.totals())
+
+
+class _Unfit:
+    """What placing found for one state of the device and node usage (`KnownUnfit`)."""
+
+    def __init__(self) -> None:
+        self.usage: Usage | None = None
+        self.version = -1
+        self.nodes: NodeUsage | None = None
+        self.known = KnownUnfit()
+
+    def at(self, usage: Usage, nodes: NodeUsage) -> KnownUnfit:
+        if usage is not self.usage or usage.version != self.version or nodes is not self.nodes:
+            self.usage, self.version, self.nodes, self.known = usage, usage.version, nodes, KnownUnfit()
+        return self.known
 
 
 def promised_pods(groups: Sequence[GroupView], nodes: NodeUsage) -> NodeUsage:
@@ -232,7 +251,16 @@ class _ChargingInventory:
         fresh = Inventory.of((), {}, (nodes[name] for name in changed if name in nodes))
         extended = {name: fresh.extended_by_node[name] if name in changed or name not in stale.extended_by_node
                     else stale.extended_by_node[name] for name in nodes}
-        by_id = {d.id: d for devices in by_node.values() for d in devices}
+        same_ids = all(name in stale.devices_by_node and name in by_node
+                       and [d.id for d in by_node[name]] == [d.id for d in stale.devices_by_node[name]]
+                       for name in changed) and by_node.keys() == stale.devices_by_node.keys()
+        if same_ids:  # the same devices in the same places: only the changed nodes' objects are new
+            by_id = dict(stale.devices_by_id)
+            for name in changed:
+                for device in by_node[name]:
+                    by_id[device.id] = device
+        else:
+            by_id = {d.id: d for devices in by_node.values() for d in devices}
         return Inventory(stale.device_classes, by_node, extended, by_id)
 
 
@@ -341,7 +369,8 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
 
 # ----- one group ------------------------------------------------------------------------------------
 def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
-            inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer) -> GroupDecision:
+            inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
+            known: KnownUnfit | None = None) -> GroupDecision:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
     objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
@@ -350,7 +379,7 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
     except DraqError as err:
         return Wait(group.key, WaitReason.DEVICES, str(err), queue)
     with steps.step(ALLOCATOR):
-        placed = place_gang(allocator, members, usage=usage, nodes=nodes)
+        placed = place_gang(allocator, members, usage=usage, nodes=nodes, known=known)
     if placed.error:
         # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
         # that is the reason to give, whatever the quota says.
