@@ -14,6 +14,7 @@ import logging
 
 from admission.core.cycle import GroupView, due_for_requeue, evicted_status, overdue
 from admission.core.models import Pod
+from admission.core.preemption import PREEMPTED, PreemptionPlan, preempted_status, victims_of
 from admission.core.quota import Phase
 from admission.kube.client import KubeApiError
 from admission.operator.reading import Reading
@@ -54,6 +55,27 @@ class Evictor:
                 continue
             log.warning("evicted %s: %s", group.key, evict.message)
             await self.writer.event(written, "Evicted", evict.message, warning=True)
+            await self._remove_members(group, jobs)
+            changed = True
+        return changed
+
+    async def preempt(self, reading: Reading, plan: PreemptionPlan, now: dt.datetime) -> bool:
+        """Evict the victims of preemptions as overdue groups are evicted: the record first (phase Evicted,
+        condition Preempted naming the preemptor, requeued at once), an Event, then the members."""
+        changed = False
+        for preempt, group in victims_of(plan, reading.cycle.groups):
+            jobs = sorted({job for p in group.pods if (job := _job_of(p)) is not None})
+            manifest = reading.manifests.get(f"PodGroup {group.key}") or {}
+            version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
+            try:
+                written = await self.writer.pod_group_status(
+                    group.namespace, group.name, preempted_status(preempt, group, now, jobs), version)
+            except KubeApiError as err:
+                log.warning("preempting %s for %s: %s; deciding again on the next pass", group.key, preempt.group,
+                            err)
+                continue
+            log.warning("preempted %s for %s", group.key, preempt.group)
+            await self.writer.event(written, PREEMPTED, preempt.message, warning=True)
             await self._remove_members(group, jobs)
             changed = True
         return changed

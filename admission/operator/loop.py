@@ -40,6 +40,7 @@ from admission.core.cycle.status import extended_status, late_admitted_event
 from admission.core.errors import DraqError
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
+from admission.core.preemption import plan_preemptions
 from admission.core.quota import Amounts, Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
@@ -199,6 +200,7 @@ class Operator:
         if not reading.usage_current:
             return  # admitting against usage that could not be rebuilt could overcommit (the reader said why)
         result = run_cycle(reading.cycle)
+        preemptions = plan_preemptions(reading.cycle, result)
         groups = {g.key: g for g in reading.cycle.groups}
         for decision in result.decisions:
             group = groups[decision.group]
@@ -210,9 +212,11 @@ class Operator:
                 elif isinstance(decision, LateWait):
                     await self._report_late_wait(reading, group, decision)
                 else:
-                    await self._report_wait(reading, group, decision)
+                    await self._report_wait(reading, group, preemptions.waits.get(decision.group, decision))
             except KubeApiError as err:
                 self._group_failed(group, err)
+        if preemptions.preempts:
+            await self.evictor.preempt(reading, preemptions, now)
         await self._write_queue_status(reading, result.state, result.waiting)
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
