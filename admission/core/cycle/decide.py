@@ -50,6 +50,7 @@ from admission.core.quota import (
     Unchargeable,
     charge_group,
 )
+from admission.core.quota.fairshare import dominant_share
 
 
 class WaitReason(StrEnum):
@@ -352,14 +353,16 @@ def _unsupported_constraint(group: GroupView) -> str:
 
 
 def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[GroupView, str]]:
-    """Priority first; within a priority, ClusterQueues take turns, each in creation order."""
+    """Priority first; within a priority, ClusterQueues take turns, each in creation order; in each turn
+    the queue with the lowest weighted dominant share of its cohort (at the start of the cycle) goes first."""
     queues: dict[str, list[GroupView]] = {}
     for group in sorted(groups, key=lambda g: (-g.priority, g.created, g.key)):
         queues.setdefault(cycle.local_queues[f"{group.namespace}/{group.queue}"].cluster_queue, []).append(group)
     served = {name: 0 for name in queues}
+    shares = {name: dominant_share(cycle.state, name) for name in queues}
     order: list[tuple[GroupView, str]] = []
     while queues:
-        name = min(queues, key=lambda q: (-queues[q][0].priority, served[q], queues[q][0].created, q))
+        name = min(queues, key=lambda q: (-queues[q][0].priority, served[q], shares[q], queues[q][0].created, q))
         order.append((queues[name].pop(0), name))
         served[name] += 1
         if not queues[name]:
