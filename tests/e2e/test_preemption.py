@@ -1,0 +1,70 @@
+"""Preemption on the real control plane: a high-priority gang pinned to two nodes evicts exactly the
+groups on those nodes (not the one admitted last, which a choice by quota alone would take first) and
+is bound there once they are gone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+
+from admission.localcluster.controlplane import ControlPlane
+from admission.localcluster.nodesim import NodeSimulator
+from tests.e2e.test_operator import (  # noqa: F401 (fixtures)
+    GPU_CLASS,
+    RunningOperator,
+    admitted_reason,
+    apply,
+    crds,
+    gang,
+    operator,
+    pod_group,
+)
+from tests.e2e.waiting import until
+
+
+def phase(api: Any, namespace: str, group: str) -> str:
+    return str(((pod_group(api, namespace, group) or {}).get("status") or {}).get("phase") or "")
+
+
+def test_a_high_priority_gang_preempts_the_groups_on_the_nodes_it_needs_and_is_bound_there(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
+        operator: RunningOperator) -> None:  # noqa: F811
+    nodes = [f"pre-{unique}-{i}" for i in range(3)]
+    for node in nodes:
+        nodesim.add_node(node, "h100")
+    unit, cq = f"gpus-{unique}", f"cq-{unique}"
+    apply(control_plane,
+          {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": unit},
+           "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}},
+          {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": cq},
+           "spec": {"quotas": [{"unit": unit, "nominal": 24}],
+                    "preemption": {"withinClusterQueue": "LowerPriority"}}},
+          {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
+           "spec": {"clusterQueue": cq}})
+    core = client.CoreV1Api(api)
+    # One 8-GPU group per node, low-2 and low-1 first, low-0 last: low-0 is the most recently admitted.
+    for index in (2, 1, 0):
+        [member] = gang(control_plane, namespace, f"low-{index}", [nodes[index]], gpus_each=8)
+        until(f"low-{index} running", lambda m=member: (p := core.read_namespaced_pod(m, namespace))
+              .status.phase == "Running" and bool(p.spec.node_name), timeout=60)
+        until(f"low-{index} recorded Running", lambda i=index: phase(api, namespace, f"low-{i}") == "Running",
+              timeout=30)
+    apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
+                          "metadata": {"name": "high", "namespace": namespace},
+                          "spec": {"minMember": 2, "queue": "lq", "priority": 5}})
+    members = gang(control_plane, namespace, "high", nodes[1:], gpus_each=8)
+    until("low-1 and low-2 preempted", lambda: all(
+        admitted_reason(pod_group(api, namespace, g) or {}) == "Preempted" for g in ("low-1", "low-2")), timeout=60)
+    for group in ("low-1", "low-2"):
+        status = (pod_group(api, namespace, group) or {})["status"]
+        assert status["phase"] == "Evicted" and f"preempted by group {namespace}/high" in status["message"]
+    bound = until("high bound on the two nodes", lambda: all(
+        (p := core.read_namespaced_pod(m, namespace)).status.phase == "Running" and p.spec.node_name
+        for m in members), timeout=120)
+    assert bound
+    assert sorted(core.read_namespaced_pod(m, namespace).spec.node_name for m in members) == sorted(nodes[1:])
+    assert phase(api, namespace, "low-0") == "Running"  # the group on the node it does not need stays
+    events = client.CoreV1Api(api).list_namespaced_event(namespace).items
+    preempted = sorted(e.involved_object.name for e in events if e.reason == "Preempted")
+    assert preempted == ["low-1", "low-2"]
