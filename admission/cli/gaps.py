@@ -43,12 +43,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     parser.add_argument("--fail-on-gap", action="store_true",
                         help=f"exit with status {EXIT_GAPS} when any gap is found (after the filters)")
+    parser.add_argument("--ignore-unknown", action="store_true",
+                        help="skip objects of kinds the report does not use instead of refusing the files")
+    add_model_options(parser)
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """The options of commands that read a cluster or files: the release and gates to model, and the
+    namespace of objects given without one."""
     parser.add_argument("--kubernetes-version", choices=SUPPORTED_VERSIONS,
                         help="release whose DRA behaviour to model (default: the server's, or 1.35 for files)")
     parser.add_argument("--feature-gates", default="", metavar="Gate=true,...",
                         help="DRA feature gates overriding the release's defaults (e.g. DRAExtendedResource=true)")
-    parser.add_argument("--ignore-unknown", action="store_true",
-                        help="skip objects of kinds the report does not use instead of refusing the files")
     parser.add_argument("--default-namespace", default="default",
                         help="namespace of objects in the files given without one (default: default)")
 

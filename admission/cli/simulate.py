@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from admission.cli.allocate import load_documents
-from admission.cli.gaps import Listing, manifest_files, read_cluster
+from admission.cli.gaps import Listing, add_model_options, manifest_files, read_cluster
 from admission.core.cycle.timing import format_time, parse_time
 from admission.core.errors import InvalidInput
 from admission.core.features import SUPPORTED_VERSIONS, FeatureGates, gates_for, parse_gate_flag
@@ -86,12 +86,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help=f"exit with status {EXIT_NOT_ADMITTED} unless this group (namespace/name) is admitted "
                      "in the simulation (repeatable)")
     out.add_argument("--quiet", action="store_true", help="no progress line on standard error")
-    parser.add_argument("--kubernetes-version", choices=SUPPORTED_VERSIONS,
-                        help="release whose DRA behaviour to model (default: the server's, or 1.35 for files)")
-    parser.add_argument("--feature-gates", default="", metavar="Gate=true,...",
-                        help="DRA feature gates overriding the release's defaults")
-    parser.add_argument("--default-namespace", default="default",
-                        help="namespace of objects in the files given without one (default: default)")
+    add_model_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,7 +24,6 @@ import pytest
 from kubernetes import client
 
 from admission.cli.main import main
-from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from tests.e2e.test_operator import GPU_CLASS, apply, crds, gang, pod_group
@@ -96,25 +95,6 @@ def queues_json(capsys: pytest.CaptureFixture[str], control_plane: ControlPlane,
     return {q["name"]: q for q in json.loads(out)["clusterQueues"]}
 
 
-def gang_in(control_plane: ControlPlane, namespace: str, group: str, nodes: list[str], gpus_each: int,
-            local_queue: str) -> list[str]:
-    """As `gang`, through another LocalQueue: one gated pod per node, each with a claim of `gpus_each` GPUs."""
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": f"{group}-gpus", "namespace": namespace},
-                "spec": {"spec": {"devices": {"requests": [
-                    {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": gpus_each}}]}}}}
-    names = [f"{group}-{i}" for i in range(len(nodes))]
-    labels = {QUEUE_LABEL: local_queue, GROUP_LABEL: group, GROUP_MIN_LABEL: str(len(nodes))}
-    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
-             "spec": {"schedulingGates": [{"name": GATE}], "nodeSelector": {"kubernetes.io/hostname": node},
-                      "containers": [{"name": "main", "image": "registry.example/cuda:12",
-                                      "resources": {"claims": [{"name": "gpus"}]}}],
-                      "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": f"{group}-gpus"}]}}
-            for name, node in zip(names, nodes, strict=True)]
-    apply(control_plane, template, *pods)
-    return names
-
-
 def phase(api: Any, namespace: str, name: str) -> str:
     return str(((pod_group(api, namespace, name) or {}).get("status") or {}).get("phase") or "")
 
@@ -126,7 +106,7 @@ def test_queues_and_why_on_a_cohort(control_plane: ControlPlane, api: Any, world
     gang(control_plane, ns, "borrows", list(w.nodes[:2]), gpus_each=2)
     for group in ("fits", "borrows"):
         until(f"{group} to run", lambda g=group: phase(api, ns, g) == "Running", timeout=90)
-    big = gang_in(control_plane, ns, "big", list(w.nodes[2:]), 4, "lq-b")
+    big = gang(control_plane, ns, "big", list(w.nodes[2:]), 4, local_queue="lq-b")
     waiting = until("big to wait for quota", lambda: pod_group(api, ns, "big"),
                     accept=lambda g: any(c.get("reason") == "QuotaExceeded"
                                          for c in (g.get("status") or {}).get("conditions") or []), timeout=60)

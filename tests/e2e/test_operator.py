@@ -100,7 +100,8 @@ def queues(control_plane: ControlPlane, namespace: str, unique: str, gpus: int) 
     return cq
 
 
-def gang(control_plane: ControlPlane, namespace: str, group: str, nodes: list[str], gpus_each: int) -> list[str]:
+def gang(control_plane: ControlPlane, namespace: str, group: str, nodes: list[str], gpus_each: int,
+         local_queue: str = "lq") -> list[str]:
     """One gated pod per node (pinned by nodeSelector), each with its own claim of `gpus_each` GPUs."""
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                 "metadata": {"name": f"{group}-gpus", "namespace": namespace},
@@ -109,7 +110,8 @@ def gang(control_plane: ControlPlane, namespace: str, group: str, nodes: list[st
     names = [f"{group}-{i}" for i in range(len(nodes))]
     pods = [{"apiVersion": "v1", "kind": "Pod",
              "metadata": {"name": name, "namespace": namespace,
-                          "labels": {QUEUE_LABEL: "lq", GROUP_LABEL: group, GROUP_MIN_LABEL: str(len(nodes))}},
+                          "labels": {QUEUE_LABEL: local_queue, GROUP_LABEL: group,
+                                     GROUP_MIN_LABEL: str(len(nodes))}},
              "spec": {"schedulingGates": [{"name": GATE}], "nodeSelector": {"kubernetes.io/hostname": node},
                       "containers": [{"name": "main", "image": "registry.example/cuda:12",
                                       "resources": {"claims": [{"name": "gpus"}]}}],
