@@ -480,7 +480,8 @@ def test_forged_reviews_change_nothing_draq_believes(control_plane: ControlPlane
                     assert answer["allowed"] is False and answer["status"]["code"] == 400
                     assert "not a namespace name" in answer["status"]["message"]
         assert webhook.process.poll() is None and "Traceback" not in webhook.log.read_text(errors="replace")
-        assert {n["metadata"]["name"] for n in get(control_plane, "namespaces")["items"]} == namespaces_before
+        # no namespace appeared (one an earlier test deleted may finish terminating meanwhile)
+        assert {n["metadata"]["name"] for n in get(control_plane, "namespaces")["items"]} <= namespaces_before
         assert {c["metadata"]["name"]: c["metadata"]["resourceVersion"]
                 for c in get(control_plane, "configmaps", "-n", "team-a")["items"]} == configmaps_before
 
