@@ -120,6 +120,7 @@ def parse_quantity(text: str | int | float) -> Quantity:
     return Quantity(-value if sign == "-" else value, fmt)
 
 
+@lru_cache(maxsize=4096)  # a cycle formats the same few charges over and over
 def format_quantity(value: Fraction, fmt: Format = "DecimalSI") -> str:
     """Canonical text of a value: the largest exact suffix of the preferred style."""
     if value == 0:

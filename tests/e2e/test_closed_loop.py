@@ -105,7 +105,10 @@ def test_a_job_that_does_not_bind_in_time_is_suspended_and_resumed_after_the_bac
         assert status["evictions"] == 1 and status["suspendedJobs"] == ["held"]
         assert "not bound" in status["message"] and "charge" not in status
         batch = client.BatchV1Api(api)
-        assert batch.read_namespaced_job("held", namespace).spec.suspend is True
+        # The record is written before the Job is suspended, so the suspension may still be on its way.
+        suspended = until("the Job suspended", lambda: batch.read_namespaced_job("held", namespace),
+                          accept=lambda j: j.spec.suspend is True, timeout=15)
+        assert suspended.spec.suspend is True
         queue = client.CustomObjectsApi(api).get_cluster_custom_object("draq.io", "v1alpha1", "clusterqueues", cq)
         until("the charge released", lambda: client.CustomObjectsApi(api).get_cluster_custom_object(
             "draq.io", "v1alpha1", "clusterqueues", cq), accept=lambda q: q.get("status", {}).get(

@@ -30,6 +30,7 @@ PUBLIC = {
         "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
         "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "cluster_queue_active",
         "cluster_queue_status", "compile_unit", "device_selected", "device_value", "extended_claim_id",
+        "extended_claims",
         "extended_resource_claim_spec", "extended_resource_class", "format_amount", "local_queue_status",
         "parse_cluster_queue", "parse_local_queue", "parse_pod_group", "parse_quota_unit", "pool_counter_sets",
         "quota_unit_ready", "quota_unit_status", "reconcile", "reconciliation_status",

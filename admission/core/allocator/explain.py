@@ -85,12 +85,14 @@ def explain(allocator: Allocator, node: Node | str, claims: Sequence[ResourceCla
 
 def explain_best(allocator: Allocator, nodes: Iterable[Node | str], claims: Sequence[ResourceClaim],
                  usage: Usage | None = None) -> Explanation | None:
-    """The explanation for the node that comes closest to fitting."""
+    """The explanation for the first node that comes closest to fitting."""
     best: Explanation | None = None
     for node in nodes:
         current = explain(allocator, node, claims, usage)
         if best is None or current.score > best.score:
             best = current
+            if best.score == 0:
+                break  # nothing comes closer
     return best
 
 

@@ -343,7 +343,11 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
         if not reasons:
             device_nodes.append(node)
             extended = extended or node_extended
-    best = explain_best(allocator, device_nodes, claims if extended is None else [*claims, extended], state.usage)
+    # A node whose devices are all in use comes no closer than any other node, so when some nodes have
+    # a free device, the best node is one of them.
+    with_free = [n for n in device_nodes if n not in state.full] if state.full is not None else device_nodes
+    best = explain_best(allocator, with_free or device_nodes, claims if extended is None else [*claims, extended],
+                        state.usage)
     placed = len(state.placements)
     unschedulable = not device_nodes and bool(tally)
     if not allocator.snapshot.nodes:

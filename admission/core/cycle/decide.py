@@ -11,7 +11,7 @@ is considered; a group is admitted whole or not at all.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -32,7 +32,7 @@ from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
-from admission.core.models import AllocationResult, Device, Pod
+from admission.core.models import AllocationResult, Device, Pod, ResourceClaim
 from admission.core.nodefit import NodeUsage, PodFit
 from admission.core.quota import (
     Amounts,
@@ -49,6 +49,7 @@ from admission.core.quota import (
     SelectionFilter,
     Unchargeable,
     charge_group,
+    extended_claims,
 )
 from admission.core.quota.fairshare import dominant_share
 
@@ -163,6 +164,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     blocked: dict[str, str] = {}
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
+    extended = extended_claims(cycle.snapshot.claims.values())
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
             decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
@@ -171,13 +173,14 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
         decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                           unfit.at(usage, nodes))
+                           unfit.at(usage, nodes), extended)
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
             for allocation in decision.allocations.values():
                 usage.add(allocation, cycle.gates)
             nodes = _with_pods(nodes, group.pods, decision.placements)
+            unfit.admitted(allocator, usage, decision.placements.values())
         elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
             blocked[cluster_queue] = group.key
     return CycleResult(tuple(decisions), state, usage, steps.totals())
@@ -191,11 +194,20 @@ class _Unfit:
         self.version = -1
         self.nodes: NodeUsage | None = None
         self.known = KnownUnfit()
+        self.full: frozenset[str] | None = None  # carried over an admission, which only adds to the usage
 
     def at(self, usage: Usage, nodes: NodeUsage) -> KnownUnfit:
         if usage is not self.usage or usage.version != self.version or nodes is not self.nodes:
-            self.usage, self.version, self.nodes, self.known = usage, usage.version, nodes, KnownUnfit()
+            full, self.full = self.full, None
+            self.usage, self.version, self.nodes, self.known = usage, usage.version, nodes, KnownUnfit(full=full)
         return self.known
+
+    def admitted(self, allocator: Allocator, usage: Usage, placed: Iterable[str]) -> None:
+        """An admission added to `usage` on the `placed` nodes only: the nodes full before stay full, and
+        of the placed ones those now full join them."""
+        before = self.known.full
+        if before is not None and usage is self.usage:
+            self.full = before | allocator.full_nodes(usage, set(placed) - before)
 
 
 def promised_pods(groups: Sequence[GroupView], nodes: NodeUsage) -> NodeUsage:
@@ -373,10 +385,11 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
 # ----- one group ------------------------------------------------------------------------------------
 def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
             inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
-            known: KnownUnfit | None = None) -> GroupDecision:
+            known: KnownUnfit | None = None,
+            extended: Mapping[tuple[str, str], ResourceClaim] | None = None) -> GroupDecision:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
-    objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
+    objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates, extended)
     try:
         members = members_for(group.pods, snapshot.claims, snapshot.templates)
     except DraqError as err:

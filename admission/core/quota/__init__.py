@@ -16,6 +16,7 @@ from admission.core.quota.charging import (
     SelectionFilter,
     charge_group,
     extended_claim_id,
+    extended_claims,
     extended_resource_claim_spec,
 )
 from admission.core.quota.device_values import CelCompiler, CompiledUnit, compile_unit, device_value
@@ -91,6 +92,7 @@ __all__ = [
     "device_selected",
     "device_value",
     "extended_claim_id",
+    "extended_claims",
     "extended_resource_claim_spec",
     "extended_resource_class",
     "format_amount",

@@ -61,6 +61,10 @@ class Inventory:
     # Extended resources each node's allocatable lists (served by a device plugin there).
     extended_by_node: Mapping[str, frozenset[str]] = field(default_factory=dict)
     devices_by_id: Mapping[str, Device] = field(default_factory=dict)
+    # Devices passing a class's and a selection's selectors, by (filter, class, selectors, node): the
+    # inventory is immutable, so every group charged against it in a cycle shares the answer.
+    selected: dict[tuple[object, str, tuple[str | None, ...], str | None], tuple[Device, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(device_classes: Iterable[DeviceClass], devices_by_node: Mapping[str, Iterable[Device]],
@@ -92,6 +96,15 @@ class GroupObjects:
     pods: tuple[Pod, ...]
     claims: Mapping[str, ResourceClaim] = field(default_factory=dict)
     templates: Mapping[str, ResourceClaimTemplate] = field(default_factory=dict)
+    # `extended_claims(claims)`, when the caller charges many groups against the same claims.
+    extended: Mapping[tuple[str, str], ResourceClaim] | None = None
+
+
+def extended_claims(claims: Iterable[ResourceClaim]) -> dict[tuple[str, str], ResourceClaim]:
+    """The claims the scheduler made for pods' extended resources, by (namespace, pod name)."""
+    return {(claim.namespace, consumer.name): claim for claim in claims
+            if claim.meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+            for consumer in claim.reserved_for if consumer.resource == "pods"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +160,7 @@ class _Charger:
     unallocated: list[str] = field(default_factory=list)
     # Per run: the same template or class request is valued once per node, not once per pod.
     # Claims the scheduler made for pods' extended resources, by (namespace, pod name).
-    extended_claims: dict[tuple[str, str], ResourceClaim] | None = None
+    extended_claims: Mapping[tuple[str, str], ResourceClaim] | None = None
     # The selection is kept in the value so that its id cannot be reused while the cache lives.
     estimates: dict[tuple[int, str | None], tuple[DeviceSelection, Amounts]] = field(default_factory=dict)
 
@@ -210,10 +223,8 @@ class _Charger:
 
     def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
         if self.extended_claims is None:
-            self.extended_claims = {
-                (claim.namespace, consumer.name): claim for claim in self.group.claims.values()
-                if claim.meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
-                for consumer in claim.reserved_for if consumer.resource == "pods"}
+            given = self.group.extended
+            self.extended_claims = given if given is not None else extended_claims(self.group.claims.values())
         return self.extended_claims.get((pod.namespace, pod.name))
 
     # ----- one claim --------------------------------------------------------------------------------
@@ -277,19 +288,19 @@ class _Charger:
             raise Unchargeable(f"{use.label}, request {where}: DeviceClass {selection.device_class_name} "
                                "does not exist", permanent=False)
         if selection.allocation_mode == EXACT_COUNT:
-            candidates = self._candidates(use, where, device_class, selection, use.node)
-            return Amounts.of({u.name: self._worst_count(use, where, u, selection, candidates)
+            return Amounts.of({u.name: self._worst_count(use, where, u, device_class, selection)
                                for u in counting})
         if selection.allocation_mode == ALL:
             return self._worst_all(use, where, counting, device_class, selection)
         raise Unchargeable(f"{use.label}, request {where}: allocationMode {selection.allocation_mode} is not "
                            "understood, so it cannot be charged", permanent=True)
 
-    def _worst_count(self, use: _ClaimUse, where: str, unit: CompiledUnit, selection: DeviceSelection,
-                     candidates: Sequence[Device]) -> Fraction:
+    def _worst_count(self, use: _ClaimUse, where: str, unit: CompiledUnit, device_class: DeviceClass,
+                     selection: DeviceSelection) -> Fraction:
         count = selection.count
         if unit.unit.counting is Counting.DEVICES and unit.select is None:
-            return Fraction(count)
+            return Fraction(count)  # whichever devices are picked, `count` of them
+        candidates = self._candidates(use, where, device_class, selection, use.node)
         if not candidates:
             on = f" on node {use.node}" if use.node else ""
             raise Unchargeable(f"{use.label}, request {where}: no device{on} matches class "
@@ -319,11 +330,16 @@ class _Charger:
         return worst
 
     def _candidates(self, use: _ClaimUse, where: str, device_class: DeviceClass,
-                    selection: DeviceSelection, node: str | None) -> list[Device]:
-        try:
-            return [d for d in self.inventory.devices(node) if self.matches(d, device_class, selection)]
-        except DraqError as err:
-            raise Unchargeable(f"{use.label}, request {where}: {err}", permanent=True) from None
+                    selection: DeviceSelection, node: str | None) -> tuple[Device, ...]:
+        key = (self.matches, device_class.name, selection.selectors, node)
+        selected = self.inventory.selected.get(key)
+        if selected is None:
+            try:
+                selected = tuple(d for d in self.inventory.devices(node) if self.matches(d, device_class, selection))
+            except DraqError as err:
+                raise Unchargeable(f"{use.label}, request {where}: {err}", permanent=True) from None
+            self.inventory.selected[key] = selected
+        return selected
 
     def _value(self, use: _ClaimUse, unit: CompiledUnit, device: Device | None, selection: DeviceSelection,
                consumed: Mapping[str, Quantity] | None = None) -> Fraction:
