@@ -5,7 +5,10 @@ operator's writes, the CLI and the tests).
 """
 
 API_GROUP = "draq.io"
-API_VERSION = "draq.io/v1alpha1"
+API_GROUP_VERSION = "v1alpha1"
+"""The version of draq's API group alone, as the group/version/plural APIs and watches want it."""
+API_VERSION = f"{API_GROUP}/{API_GROUP_VERSION}"
+"""`apiVersion` of draq's kinds."""
 
 GATE = "draq.io/admission"
 """The scheduling gate the mutating webhook adds and only draq removes, when the group is admitted."""
@@ -22,6 +25,12 @@ DEFAULT_QUEUE_LABEL = "draq.io/default-queue"
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "draq"
+
+INCARNATION_ANNOTATION = "draq.io/leader-incarnation"
+"""On the Lease: which process of the holder identity holds it (a restart under the same identity is
+another incarnation)."""
+RUN_TIME_ANNOTATION = "draq.io/run-time"
+"""On a PodGroup or a member pod: how long the group runs once admitted, for `draq simulate`."""
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 """Static pods' mirror objects, which no webhook can gate."""

@@ -23,9 +23,6 @@ EPOCH_FIELD = "epoch"
 ADMITTED_BY_FIELD = "admittedBy"
 """PodGroup status: the epoch of the leader that admitted the group (set and cleared with admittedAt)."""
 DEFAULT_LEASE_NAME = "draq-operator"
-INCARNATION_ANNOTATION = "draq.io/leader-incarnation"
-"""On the Lease: which process of the holder identity holds it (a restart under the same identity is
-another incarnation)."""
 
 
 @dataclass(frozen=True, slots=True)

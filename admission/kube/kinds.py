@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from admission.core.labels import API_GROUP
+from admission.core.labels import API_GROUP, API_GROUP_VERSION
 from admission.kube.paths import Resource
 
-_DRAQ_VERSION = "v1alpha1"
 _DRA = ("resource.k8s.io", "v1")
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False, label_names=True)
@@ -20,10 +19,10 @@ DEVICE_CLASSES = Resource(*_DRA, "deviceclasses", "DeviceClass", False)
 RESOURCE_SLICES = Resource(*_DRA, "resourceslices", "ResourceSlice", False)
 RESOURCE_CLAIMS = Resource(*_DRA, "resourceclaims", "ResourceClaim", True)
 CLAIM_TEMPLATES = Resource(*_DRA, "resourceclaimtemplates", "ResourceClaimTemplate", True)
-CLUSTER_QUEUES = Resource(API_GROUP, _DRAQ_VERSION, "clusterqueues", "ClusterQueue", False)
-LOCAL_QUEUES = Resource(API_GROUP, _DRAQ_VERSION, "localqueues", "LocalQueue", True)
-QUOTA_UNITS = Resource(API_GROUP, _DRAQ_VERSION, "quotaunits", "QuotaUnit", False)
-POD_GROUPS = Resource(API_GROUP, _DRAQ_VERSION, "podgroups", "PodGroup", True)
+CLUSTER_QUEUES = Resource(API_GROUP, API_GROUP_VERSION, "clusterqueues", "ClusterQueue", False)
+LOCAL_QUEUES = Resource(API_GROUP, API_GROUP_VERSION, "localqueues", "LocalQueue", True)
+QUOTA_UNITS = Resource(API_GROUP, API_GROUP_VERSION, "quotaunits", "QuotaUnit", False)
+POD_GROUPS = Resource(API_GROUP, API_GROUP_VERSION, "podgroups", "PodGroup", True)
 DEVICE_TAINT_RULES = Resource("resource.k8s.io", "v1alpha3", "devicetaintrules", "DeviceTaintRule", False)
 WORKLOADS = Resource("scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True)
 MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",

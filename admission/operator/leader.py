@@ -27,8 +27,8 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 from admission.core.errors import DraqError, InvalidInput
+from admission.core.labels import INCARNATION_ANNOTATION
 from admission.core.leadership import (
-    INCARNATION_ANNOTATION,
     Candidate,
     Claim,
     ElectionTiming,

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import kopf
 
+from admission.core.labels import API_GROUP, API_GROUP_VERSION
 from admission.kube.client import load_credentials
 from admission.kube.connection import Connection, connection_of
 from admission.operator.loop import Operator
@@ -27,7 +28,6 @@ from admission.operator.loop import Operator
 log = logging.getLogger(__name__)
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-GROUP, VERSION = "draq.io", "v1alpha1"
 WATCHED = {"QuotaUnit": "quotaunits", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
            "PodGroup": "podgroups"}
 EXIT_SECONDS = 60.0  # kopf kills a process whose clean exit takes longer than this
@@ -192,7 +192,7 @@ def kopf_registry(lifecycle: Lifecycle, wakeup: Wakeup, connect: Callable[[], Co
             kopf.info(body, reason="Reconfigured", message=message)
 
     for kind, plural in WATCHED.items():
-        kopf.on.event(GROUP, VERSION, plural, registry=registry, id=f"wake-on-{kind}")(wake)
+        kopf.on.event(API_GROUP, API_GROUP_VERSION, plural, registry=registry, id=f"wake-on-{kind}")(wake)
     return registry
 
 

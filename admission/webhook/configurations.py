@@ -33,6 +33,7 @@ from typing import Any
 
 from admission.core.labels import (
     API_GROUP,
+    API_GROUP_VERSION,
     DEFAULT_DRAQ_USER,
     DEFAULT_QUEUE_LABEL,
     GATE,
@@ -160,14 +161,14 @@ def validating_configuration(
         webhooks.append(_webhook("claims", client, claims, scope, failure_policy="Ignore",
                                  timeout=OTHER_TIMEOUT_SECONDS, object_selector=False))
     queues = [
-        _rule(API_GROUP, ["v1alpha1"], ["localqueues"], ["CREATE", "UPDATE"]),
-        _rule(API_GROUP, ["v1alpha1"], ["clusterqueues", "quotaunits"], ["CREATE", "UPDATE"], "Cluster"),
+        _rule(API_GROUP, [API_GROUP_VERSION], ["localqueues"], ["CREATE", "UPDATE"]),
+        _rule(API_GROUP, [API_GROUP_VERSION], ["clusterqueues", "quotaunits"], ["CREATE", "UPDATE"], "Cluster"),
     ]
     own = Scope("objects", {"matchExpressions": [_not_system(draq_namespace)]}, {})
     webhooks.append(_webhook("queues", client, queues, own, failure_policy="Ignore",
                              timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[not_draq]))
     # The fence: draq's own PodGroup status writes must carry the current leader's epoch.
-    fenced = [_rule(API_GROUP, ["v1alpha1"], ["podgroups/status"], ["UPDATE"])]
+    fenced = [_rule(API_GROUP, [API_GROUP_VERSION], ["podgroups/status"], ["UPDATE"])]
     is_draq = {"name": "draq", "expression": f"request.userInfo.username == {_cel_string(draq_user)}"}
     with_epoch = {"name": "with-epoch", "expression": "has(object.status) && has(object.status.epoch)"}
     webhooks.append(_webhook("podgroup-status", client, fenced, own, failure_policy="Fail",

@@ -91,5 +91,6 @@ def test_public_names_are_pinned(package: str) -> None:
 
 def test_vocabulary_is_defined_once() -> None:
     labels = importlib.import_module("admission.core.labels")
-    assert labels.GATE == "draq.io/admission" and f"{labels.API_GROUP}/v1alpha1" == labels.API_VERSION
+    assert labels.GATE == "draq.io/admission"
+    assert f"{labels.API_GROUP}/{labels.API_GROUP_VERSION}" == labels.API_VERSION == "draq.io/v1alpha1"
     assert labels.GROUP_LABELS == (labels.QUEUE_LABEL, labels.GROUP_LABEL, labels.GROUP_MIN_LABEL)

@@ -7,6 +7,7 @@ draq's mutating webhook, `load` parses manifests (files or a live listing) into 
 changes on top, `declared_run_times` reads the `draq.io/run-time` annotations.
 """
 
+from admission.core.labels import RUN_TIME_ANNOTATION
 from admission.core.simulate.engine import (
     DEFAULT_RUN_TIME,
     Progress,
@@ -19,7 +20,6 @@ from admission.core.simulate.inputs import Loaded, load, merged
 from admission.core.simulate.plan import NodeMaker, NodePlan, plan_nodes
 from admission.core.simulate.results import ClaimDevices, Fate, GroupOutcome, SimulationResult, render_table
 from admission.core.simulate.workloads import (
-    RUN_TIME_ANNOTATION,
     declared_run_times,
     format_duration,
     job_pods,

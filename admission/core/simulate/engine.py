@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, replace
 from admission.core.cycle import Admit, GroupView, Wait, run_cycle
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
+from admission.core.labels import RUN_TIME_ANNOTATION
 from admission.core.simulate.results import Fate, GroupOutcome, SimulationResult, claims_of
-from admission.core.simulate.workloads import RUN_TIME_ANNOTATION, parse_duration
+from admission.core.simulate.workloads import parse_duration
 from admission.core.simulate.world import World
 
 DEFAULT_RUN_TIME = 3600.0

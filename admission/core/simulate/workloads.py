@@ -14,11 +14,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from admission.core.errors import InvalidInput
-from admission.core.labels import GROUP_LABEL
+from admission.core.labels import GROUP_LABEL, MANAGED_LABEL, RUN_TIME_ANNOTATION
 from admission.core.review import job_group_min, mutate
 from admission.core.review.envelope import AdmissionRequest, GroupVersionKind, JsonObject, PatchOperation
 
-RUN_TIME_ANNOTATION = "draq.io/run-time"
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 NEVER = ("never", "forever", "inf")
@@ -165,7 +164,7 @@ def _mutated(pod: dict[str, Any], namespaces: dict[str, Mapping[str, str]], jobs
         return pod  # already placed or done: the webhook only sees pods at creation
     namespace = str(meta["namespace"])
     if namespace not in namespaces:
-        namespaces[namespace] = {"kubernetes.io/metadata.name": namespace, "draq.io/managed": "true"}
+        namespaces[namespace] = {"kubernetes.io/metadata.name": namespace, MANAGED_LABEL: "true"}
     request = AdmissionRequest(uid=f"simulated-{index:06d}", kind=GroupVersionKind("", "v1", "Pod"), resource="pods",
                                sub_resource="", operation="CREATE", namespace=namespace,
                                name=str(meta.get("name") or ""), username="", user_groups=(), object=pod,

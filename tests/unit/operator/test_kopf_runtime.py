@@ -9,13 +9,12 @@ from typing import Any
 
 import kopf
 
-from admission.core.labels import API_VERSION
+from admission.core.labels import API_GROUP, API_VERSION
 from admission.kube.client import Credentials
 from admission.kube.connection import Connection, connection_of
 from admission.localcluster import rbac
 from admission.operator import Operator, OperatorSettings
 from admission.operator.runtime import (
-    GROUP,
     WATCHED,
     Lifecycle,
     NoDiffBase,
@@ -125,6 +124,6 @@ def test_the_charts_rights_cover_what_kopf_does() -> None:
     cluster-scoped kinds, in the object's namespace otherwise); nothing else."""
     rights = rbac.Rights()
     cluster_rules = rbac.rules(*rights.cluster_files())
-    requests = [Request(verb, GROUP, plural, "", "") for plural in WATCHED.values() for verb in ("list", "watch")]
+    requests = [Request(verb, API_GROUP, plural, "", "") for plural in WATCHED.values() for verb in ("list", "watch")]
     requests += [Request("create", "", "events", namespace, "") for namespace in ("default", "team")]
     assert [r.describe() for r in requests if not allowed(r, cluster_rules, [], "draq-system")] == []

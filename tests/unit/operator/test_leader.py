@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from admission.core.errors import InvalidInput
-from admission.core.leadership import INCARNATION_ANNOTATION, ElectionTiming, Epoch
+from admission.core.labels import INCARNATION_ANNOTATION
+from admission.core.leadership import ElectionTiming, Epoch
 from admission.kube.client import KubeApiError
 from admission.kube.clock import micro_timestamp
 from admission.operator.leader import FencedClient, LeaderElector, LeadershipLost, default_identity
