@@ -1,4 +1,9 @@
-"""The webhook server: aiohttp over TLS, serving /mutate, /validate, /healthz and /readyz."""
+"""The webhook server: aiohttp over TLS, serving /mutate and /validate.
+
+Health and readiness are not answered here: the plain-HTTP probe port (`admission.kube.probes`, served by
+`draq run` and by `draq webhook --metrics-port`) answers them from the real checks (`WebhookService.unready`,
+the operator's loop health). This port only exists once the cache has synced, so an `ok` here would tell
+nothing more than that it accepts connections."""
 
 from __future__ import annotations
 
@@ -17,13 +22,7 @@ def build_app(handlers: AdmissionHandlers) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(MUTATE_PATH, handlers.mutate)
     app.router.add_post(VALIDATE_PATH, handlers.validate)
-    app.router.add_get("/healthz", _ok)
-    app.router.add_get("/readyz", _ok)
     return app
-
-
-async def _ok(_: web.Request) -> web.Response:
-    return web.Response(text="ok")
 
 
 @dataclass
