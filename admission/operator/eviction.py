@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from admission.core.cycle import GroupView, due_for_requeue, evicted_status, overdue
+from admission.core.cycle import GroupView, due_for_requeue, evicted_status, overdue, requeue
 from admission.core.models import Pod
 from admission.core.preemption import PREEMPTED, PreemptionPlan, preempted_status, victims_of
 from admission.core.quota import Phase
@@ -96,12 +96,12 @@ class Evictor:
         """Resume the Jobs of evicted groups whose backoff has passed; their new pods queue again."""
         changed = False
         for group in due_for_requeue(reading.cycle.groups, now):
-            assert group.pod_group is not None
-            for job in group.pod_group.suspended_jobs:
+            resumed = requeue(group)
+            for job in resumed.jobs:
                 await self.writer.suspend_job(group.namespace, job, False)
-            written = await self.writer.pod_group_status(group.namespace, group.name, {"suspendedJobs": None})
-            await self.writer.event(written, "Requeued", "backoff over: resumed Job(s) "
-                                    + ", ".join(group.pod_group.suspended_jobs))
+            written = await self.writer.pod_group_status(group.namespace, group.name, resumed.status)
+            await self.writer.event(written, resumed.event.reason, resumed.event.message,
+                                    warning=resumed.event.warning)
             changed = True
         return changed
 

@@ -26,8 +26,10 @@ from admission.core.cycle import (
     Wait,
     admitted_event,
     admitted_status,
+    charge_corrected_event,
     charge_corrections,
     charging_inventory,
+    late_wait_event,
     next_phase,
     pending_counts,
     pending_status,
@@ -268,7 +270,8 @@ class Operator:
             return
         written = reading.manifests.get(f"PodGroup {group.key}")
         if written is not None:
-            await self.writer.event(written, "MembersWaiting", wait.message, warning=True)
+            event = late_wait_event(wait)
+            await self.writer.event(written, event.reason, event.message, warning=event.warning)
         self._said[f"late {group.key}"] = wait.message
 
     async def _ensure_native_gang(self, reading: Reading, group: GroupView) -> None:
@@ -354,8 +357,8 @@ class Operator:
                 continue
             changed = True
             log.info("group %s: charge corrected: %s", group.key, correction.describe())
-            await self.writer.event(written, "ChargeCorrected", "charge now follows the real allocation: "
-                                    + correction.describe(), warning=True)
+            event = charge_corrected_event(correction)
+            await self.writer.event(written, event.reason, event.message, warning=event.warning)
         return changed
 
     async def _write_queue_status(self, reading: Reading, state: QueueState, waiting: tuple[Wait, ...]) -> None:

@@ -16,12 +16,12 @@ PUBLIC = {
     ],
     "admission.core.cycle": [
         "Admit", "ChargeCorrection", "CycleInput", "CycleResult", "DEFAULT_BIND_TIMEOUT", "Evict", "Extend",
-        "GroupDecision", "GroupView", "LateWait", "PendingCounts", "PhaseChange", "TERMINAL_PHASES", "Wait",
-        "WaitReason", "admitted_event", "admitted_status", "charge_corrections", "charging_inventory",
-        "collect_groups", "due_for_requeue", "evicted_status", "is_managed", "late_members", "next_phase", "overdue",
-        "pending_counts", "pending_status", "phase_change", "plan_status", "planned_allocation",
-        "promised_allocations", "promised_devices", "rebuild_state", "recorded_plan", "run_cycle",
-        "unreleased_members",
+        "GroupDecision", "GroupEvent", "GroupView", "LateWait", "PendingCounts", "PhaseChange", "Requeue",
+        "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status", "charge_corrected_event",
+        "charge_corrections", "charging_inventory", "collect_groups", "due_for_requeue", "evicted_status",
+        "is_managed", "late_members", "late_wait_event", "next_phase", "overdue", "pending_counts", "pending_status",
+        "phase_change", "plan_status", "planned_allocation", "promised_allocations", "promised_devices",
+        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unreleased_members",
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",

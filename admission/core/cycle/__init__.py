@@ -16,7 +16,15 @@ from admission.core.cycle.decide import (
     charging_inventory,
     run_cycle,
 )
-from admission.core.cycle.eviction import DEFAULT_BIND_TIMEOUT, Evict, due_for_requeue, evicted_status, overdue
+from admission.core.cycle.eviction import (
+    DEFAULT_BIND_TIMEOUT,
+    Evict,
+    Requeue,
+    due_for_requeue,
+    evicted_status,
+    overdue,
+    requeue,
+)
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
 from admission.core.cycle.late import Extend, LateWait, late_members
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
@@ -29,10 +37,13 @@ from admission.core.cycle.progress import (
     unreleased_members,
 )
 from admission.core.cycle.status import (
+    GroupEvent,
     PendingCounts,
     PhaseChange,
     admitted_event,
     admitted_status,
+    charge_corrected_event,
+    late_wait_event,
     pending_counts,
     pending_status,
     phase_change,
@@ -49,14 +60,17 @@ __all__ = [
     "Evict",
     "Extend",
     "GroupDecision",
+    "GroupEvent",
     "GroupView",
     "LateWait",
     "PendingCounts",
     "PhaseChange",
+    "Requeue",
     "Wait",
     "WaitReason",
     "admitted_event",
     "admitted_status",
+    "charge_corrected_event",
     "charge_corrections",
     "charging_inventory",
     "collect_groups",
@@ -64,6 +78,7 @@ __all__ = [
     "evicted_status",
     "is_managed",
     "late_members",
+    "late_wait_event",
     "next_phase",
     "overdue",
     "pending_counts",
@@ -75,6 +90,7 @@ __all__ = [
     "promised_devices",
     "rebuild_state",
     "recorded_plan",
+    "requeue",
     "run_cycle",
     "unreleased_members",
 ]

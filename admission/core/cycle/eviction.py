@@ -10,12 +10,12 @@ between leaves a record the next pass finishes.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from admission.core.cycle.groups import GroupView
-from admission.core.cycle.status import ADMITTED_CONDITION, condition
+from admission.core.cycle.status import ADMITTED_CONDITION, GroupEvent, condition
 from admission.core.cycle.timing import backoff_seconds, format_time, in_backoff, parse_time
 from admission.core.quota import ClusterQueue, Phase
 
@@ -77,3 +77,20 @@ def due_for_requeue(groups: Iterable[GroupView], now: dt.datetime) -> tuple[Grou
     """Evicted groups past their backoff whose suspended Jobs are to be resumed."""
     return tuple(g for g in groups if g.pod_group is not None and g.pod_group.phase is Phase.EVICTED
                  and g.pod_group.suspended_jobs and in_backoff(g, now) is None)
+
+
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    """An evicted group whose backoff has passed: the Jobs to resume, then its record and Event."""
+
+    group: str
+    jobs: tuple[str, ...]
+    status: dict[str, Any]
+    event: GroupEvent
+
+
+def requeue(group: GroupView) -> Requeue:
+    """Resume the group's suspended Jobs (their new pods are gated and queued again) and forget them."""
+    jobs: Sequence[str] = group.pod_group.suspended_jobs if group.pod_group is not None else ()
+    return Requeue(group.key, tuple(jobs), {"suspendedJobs": None},
+                   GroupEvent("Requeued", f"backoff over: resumed Job(s) {', '.join(jobs)}"))

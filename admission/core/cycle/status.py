@@ -10,7 +10,8 @@ from typing import Any
 
 from admission.core.cycle.decide import Admit, Wait, WaitReason
 from admission.core.cycle.groups import GroupView
-from admission.core.cycle.late import Extend
+from admission.core.cycle.late import Extend, LateWait
+from admission.core.cycle.progress import ChargeCorrection
 from admission.core.quota import Amounts, Phase, RecordedPlan, charge_status
 
 ADMITTED_CONDITION = "Admitted"
@@ -45,6 +46,15 @@ def pending_status(wait: Wait, members: int, now: str) -> dict[str, Any]:
     if wait.reason is not WaitReason.UNREADABLE:
         status["phase"] = Phase.PENDING.value
     return status
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEvent:
+    """An Event the operator posts on a PodGroup: its reason, its text, and whether it is a Warning."""
+
+    reason: str
+    message: str
+    warning: bool = False
 
 
 def admitted_event(admit: Admit) -> str:
@@ -95,3 +105,14 @@ def extended_status(grown: Extend, members: int, borrowed: Amounts) -> dict[str,
 def late_admitted_event(grown: Extend) -> str:
     placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in grown.placements.items())
     return f"late member(s) admitted into the group, charged {grown.added.describe()} more; placed {placed}"
+
+
+def late_wait_event(wait: LateWait) -> GroupEvent:
+    """Late members that stay gated: why, as a Warning (posted once per distinct message)."""
+    return GroupEvent("MembersWaiting", wait.message, warning=True)
+
+
+def charge_corrected_event(correction: ChargeCorrection) -> GroupEvent:
+    """A running group's charge replaced by what its claims really hold: what changed, as a Warning."""
+    return GroupEvent("ChargeCorrected", f"charge now follows the real allocation: {correction.describe()}",
+                      warning=True)
