@@ -169,7 +169,8 @@ class SnapshotIndex:
         # `nodes` can show a changed pool.
         for view_key in [k for k in self._views if k[0] in nodes]:
             del self._views[view_key]
-        for pool_key in [k for k in self._devices if tuple(k[0].split("/", 1)) in pools]:
+        pool_ids = {f"{driver}/{pool}" for driver, pool in pools}
+        for pool_key in [k for k in self._devices if k[0] in pool_ids]:
             del self._devices[pool_key]
         if changed_nodes is not None:
             changed_nodes.update(n for n in nodes if n is not None)

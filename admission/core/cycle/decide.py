@@ -259,11 +259,20 @@ class _ChargingInventory:
                 name: index.node_view(node, gates).devices for name, node in nodes.items()}
             return Inventory.of(index.classes.values(), devices, nodes.values())
         stale, changed = self.stale, self.changed
-        by_node = {name: index.node_view(node, gates).devices if name in changed or name not in stale.devices_by_node
-                   else stale.devices_by_node[name] for name, node in nodes.items()}
         fresh = Inventory.of((), {}, (nodes[name] for name in changed if name in nodes))
-        extended = {name: fresh.extended_by_node[name] if name in changed or name not in stale.extended_by_node
-                    else stale.extended_by_node[name] for name in nodes}
+        if nodes.keys() == stale.devices_by_node.keys() == stale.extended_by_node.keys():
+            # The same nodes in the same order: copy, and replace the changed ones.
+            by_node, extended = dict(stale.devices_by_node), dict(stale.extended_by_node)
+            for name in changed:
+                if name in nodes:
+                    by_node[name] = index.node_view(nodes[name], gates).devices
+                    extended[name] = fresh.extended_by_node[name]
+        else:
+            by_node = {name: index.node_view(node, gates).devices
+                       if name in changed or name not in stale.devices_by_node else stale.devices_by_node[name]
+                       for name, node in nodes.items()}
+            extended = {name: fresh.extended_by_node[name] if name in changed or name not in stale.extended_by_node
+                        else stale.extended_by_node[name] for name in nodes}
         same_ids = all(name in stale.devices_by_node and name in by_node
                        and [d.id for d in by_node[name]] == [d.id for d in stale.devices_by_node[name]]
                        for name in changed) and by_node.keys() == stale.devices_by_node.keys()
