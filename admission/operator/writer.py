@@ -24,6 +24,7 @@ from admission.operator.leader import NO_FENCE, Fence, FencedClient
 
 log = logging.getLogger(__name__)
 COMPONENT = "draq-operator"
+PIN_REFUSED = "PinRefused"
 
 
 class Writer:
@@ -32,6 +33,7 @@ class Writer:
         self.api: Client = FencedClient(api, fence)
         self.cache = cache
         self.clock = clock
+        self._refused_pins: set[tuple[str, str]] = set()  # (pod uid, node) whose refusal has an Event
 
     def now(self) -> str:
         return timestamp(self.clock.now())
@@ -66,7 +68,8 @@ class Writer:
                      node: str | None = None) -> bool:
         """Release a member: remove draq's gate and, with `node`, pin the pod to it in the same patch
         (`pinned_affinity`). The `test` op makes a concurrent change of the gates fail the patch instead
-        of being overwritten. False when the pod is gone or no longer gated."""
+        of being overwritten. False when the pod is gone or no longer gated, or when the API refuses the pin
+        (the member then stays gated; the refusal is logged and reported once by a `PinRefused` Event)."""
         pod = cached
         path = kinds.PODS.object_path(namespace, name)
         pin = node
@@ -99,15 +102,29 @@ class Writer:
                     return False
                 still = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
                 if err.status == 422 and pin is not None and still == gates:
-                    # The gates did not change, so the API refused the pin itself: release unpinned
-                    # rather than leave the member gated for ever.
-                    log.warning("pod %s/%s: pinning to node %s refused (%s); releasing it unpinned",
-                                namespace, name, pin, err)
-                    pin = None
+                    # The gates did not change, so the API refused the pin itself. Released unpinned, the
+                    # member could be bound elsewhere than planned (on devices another group was promised):
+                    # it stays gated, the refusal is reported, and the next pass tries again; a group that
+                    # never gets bound is evicted when its bind timeout is over.
+                    await self._pin_refused(pod, pin, err)
+                    return False
                 continue
             self.cache.assume("Pod", written)
             return True
         raise KubeApiError("PATCH", f"pod {namespace}/{name}", 409, "scheduling gates kept changing")
+
+    async def _pin_refused(self, pod: Mapping[str, Any], node: str, err: KubeApiError) -> None:
+        """Log every refusal; a Warning Event on the pod once per (pod, node)."""
+        meta = pod.get("metadata") or {}
+        namespace, name = meta.get("namespace"), meta.get("name")
+        log.warning("pod %s/%s: pinning to node %s refused (%s); the member stays gated", namespace, name, node, err)
+        said = (str(meta.get("uid") or f"{namespace}/{name}"), node)
+        if said in self._refused_pins:
+            return
+        self._refused_pins.add(said)
+        await self.event(pod, PIN_REFUSED, f"pinning to planned node {node} was refused ({err}); the member stays "
+                         "gated and is released when the pin is accepted; if the group is not bound within its bind "
+                         "timeout it is evicted", warning=True)
 
     async def ensure_workload(self, namespace: str, group: str, min_member: int) -> None:
         """Create the native gang (Workload) of a group whose pods reference it; one that exists is kept."""

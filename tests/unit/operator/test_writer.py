@@ -101,20 +101,34 @@ def test_release_pins_the_member_to_its_node_in_the_same_patch() -> None:
     assert pod_gates(api, "p") == []
 
 
-def test_a_refused_pin_releases_the_member_unpinned_rather_than_never(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refused_pin_keeps_the_member_gated_and_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
     api = FakeApi()
     api.add(member("p", "g"))
-    refused = [True]
+    refusals = [0]
 
-    def refuse_affinity_once(method: str, path: str) -> KubeApiError | None:
+    def refuse_affinity(method: str, path: str) -> KubeApiError | None:
         body = api.last_body
-        if method == "PATCH" and refused and any(op.get("path") == "/spec/affinity" for op in body):
-            refused.pop()
+        if method == "PATCH" and any(op.get("path") == "/spec/affinity" for op in body):
+            refusals[0] += 1
             return KubeApiError(method, path, 422, "pod p is invalid: spec: Forbidden: pod updates may not change")
         return None
 
-    api.fail = refuse_affinity_once
-    assert asyncio.run(writer(api).ungate(NS, "p", None, "node-7"))
+    api.fail = refuse_affinity
+    releasing = writer(api)
+    assert not asyncio.run(releasing.ungate(NS, "p", None, "node-7"))
     pod = api.get_object("Pod", NS, "p")
-    assert pod is not None and "affinity" not in pod["spec"] and pod_gates(api, "p") == []
+    assert pod is not None and "affinity" not in pod["spec"] and pod_gates(api, "p") == [GATE]  # never unpinned
+    assert refusals == [1]  # not retried within the call
     assert "pinning to node node-7 refused" in caplog.text
+    events = api.writes_to("/events")
+    assert [e.body["reason"] for e in events] == ["PinRefused"] and events[0].body["type"] == "Warning"
+    assert "node-7" in events[0].body["message"] and events[0].body["involvedObject"]["name"] == "p"
+    # The next pass tries again; the refusal is logged again, its Event is not repeated.
+    assert not asyncio.run(releasing.ungate(NS, "p", None, "node-7"))
+    assert refusals == [2] and len(api.writes_to("/events")) == 1 and pod_gates(api, "p") == [GATE]
+    # Once the API accepts the pin, the member is released pinned.
+    api.fail = lambda method, path: None
+    assert asyncio.run(releasing.ungate(NS, "p", None, "node-7"))
+    released = api.get_object("Pod", NS, "p")
+    assert released is not None and pinned_node(released["spec"]["affinity"]) == "node-7"
+    assert pod_gates(api, "p") == []
