@@ -2,11 +2,19 @@
 and the operator's own writes assumed until the watch catches up.
 
 Every list and every watch event sets `changed`, which wakes the admission loop.
+
+A write's answer can come back after the watch delivered the object's deletion (the write was applied,
+then the object deleted, before the answer arrived), and the operator's list at a new term can be older
+than a deletion the watch already delivered. So the cache remembers, for `DELETED_SECONDS`, the uid and
+resourceVersion of every object a delete event removed, and refuses to assume a version of one of
+them: a deleted object never comes back into view.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,7 +25,12 @@ from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.paths import Resource
 from admission.kube.reflector import Key, Projection, Reflector, metadata, start_all, stop_all, without_managed_fields
 
+log = logging.getLogger(__name__)
+
 ASSUME_SECONDS = 30.0
+DELETED_SECONDS = ASSUME_SECONDS
+"""How long a deletion is remembered: longer than any write's answer or list can take (the client's
+request timeout is 30 s), so no answer sent before a delete event can arrive after its record expired."""
 
 
 _POD_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp", "labels", "ownerReferences")
@@ -67,6 +80,21 @@ OPERATOR_RESOURCES: tuple[tuple[Resource, Projection], ...] = (
 )
 
 
+class _Reflector(Reflector):
+    """A reflector that tells the cache which object a delete event removed (its uid and resourceVersion),
+    before the store forgets it."""
+
+    def __init__(self, api: Client, resource: Resource, project: Projection, on_change: Callable[[], None],
+                 on_deleted: Callable[[Key, Mapping[str, Any]], None]) -> None:
+        super().__init__(api, resource, project, on_change)
+        self._on_deleted = on_deleted
+
+    def apply_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            self._on_deleted(self.key(obj), obj)
+        super().apply_event(kind, obj)
+
+
 class OperatorCache:
     """Objects by kind, as the reflectors see them, overlaid with the operator's newer writes."""
 
@@ -74,11 +102,16 @@ class OperatorCache:
                  resources: tuple[tuple[Resource, Projection], ...] = OPERATOR_RESOURCES) -> None:
         self.changed = asyncio.Event()
         self._clock = clock
-        self.reflectors = {res.kind: Reflector(api, res, project, self.changed.set, on_delete=self._forgetter(res.kind))
-                           for res, project in resources}
+        self.reflectors: dict[str, Reflector] = {
+            res.kind: _Reflector(api, res, project, self.changed.set, self._deleter(res.kind))
+            for res, project in resources}
         for reflector in self.reflectors.values():
             reflector.track_changes = True  # the reader parses only what changed (`take_changes`)
         self._assumed: dict[str, dict[Key, tuple[float, dict[str, Any]]]] = {k: {} for k in self.reflectors}
+        # Recent deletions: kind -> key -> [(when, uid, resourceVersion)], and their keys in the order
+        # they expire (`DELETED_SECONDS` after they were seen).
+        self._deleted: dict[str, dict[Key, list[tuple[float, str, int]]]] = {k: {} for k in self.reflectors}
+        self._expiring: deque[tuple[float, str, Key]] = deque()
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -91,17 +124,60 @@ class OperatorCache:
     async def stop(self) -> None:
         await stop_all(self._tasks)
 
-    def assume(self, kind: str, obj: Mapping[str, Any]) -> None:
-        """Take an object the operator just wrote as current until the watch delivers it or a newer one."""
+    def assume(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        """Take an object the operator just wrote (or listed) as current until the watch delivers it or a
+        newer one. False, and nothing assumed, when a delete event already removed that object."""
         reflector = self.reflectors[kind]
         projected = reflector.projected(obj)
-        self._assumed[kind][reflector.key(projected)] = (self._clock.monotonic(), projected)
+        key = reflector.key(projected)
+        if self._was_deleted(kind, key, projected):
+            log.debug("not assuming %s %s/%s: its deletion was already seen", kind, *key)
+            return False
+        self._assumed[kind][key] = (self._clock.monotonic(), projected)
+        return True
 
-    def _forgetter(self, kind: str) -> Callable[[Key], None]:
-        """A deleted object is gone at once: a write of ours still assumed must not bring it back."""
-        def forget(key: Key) -> None:
+    def _deleter(self, kind: str) -> Callable[[Key, Mapping[str, Any]], None]:
+        """A deleted object is gone at once: a write of ours still assumed must not bring it back, nor one
+        assumed later (`DELETED_SECONDS`)."""
+        def deleted(key: Key, obj: Mapping[str, Any]) -> None:
             self._assumed.setdefault(kind, {}).pop(key, None)
-        return forget
+            now = self._clock.monotonic()
+            self._expire(now)
+            meta = metadata(obj)
+            self._deleted.setdefault(kind, {}).setdefault(key, []).append((now, str(meta.get("uid") or ""),
+                                                                           _version(obj)))
+            self._expiring.append((now, kind, key))
+        return deleted
+
+    def _was_deleted(self, kind: str, key: Key, obj: Mapping[str, Any]) -> bool:
+        """Whether a recent delete event removed this object: the same uid; where either side has no uid,
+        a resourceVersion not newer than the deletion's (a recreated object's is newer)."""
+        self._expire(self._clock.monotonic())
+        records = self._deleted.get(kind, {}).get(key)
+        if not records:
+            return False
+        uid, version = str(metadata(obj).get("uid") or ""), _version(obj)
+        for _, deleted_uid, deleted_version in records:
+            if uid and deleted_uid:
+                if uid == deleted_uid:
+                    return True
+            elif version <= deleted_version:
+                return True
+        return False
+
+    def _expire(self, now: float) -> None:
+        """Forget the deletions older than `DELETED_SECONDS`."""
+        expiring = self._expiring
+        while expiring and now - expiring[0][0] > DELETED_SECONDS:
+            _, kind, key = expiring.popleft()
+            records = self._deleted[kind].get(key)
+            if records is None:
+                continue
+            fresh = [record for record in records if now - record[0] <= DELETED_SECONDS]
+            if fresh:
+                self._deleted[kind][key] = fresh
+            else:
+                del self._deleted[kind][key]
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
         store = dict(self.reflectors[kind].store)
