@@ -176,7 +176,7 @@ async def serve(operator: Operator, webhook: WebhookSettings | None, registry: C
     """Run under kopf until SIGTERM or SIGINT; the probe port starts first and stops last."""
     registry = registry or CollectorRegistry()
     process = KopfProcess(operator)
-    service = WebhookService(webhook, registry) if webhook is not None else None
+    service = WebhookService(webhook, registry, operator.clock) if webhook is not None else None
     parts: list[Part] = []
     if metrics_address is not None:
         parts.append(ProbePort(probes(registry, operator, process, service), metrics_address))

@@ -83,7 +83,7 @@ class Operator:
         self._queue_status: dict[str, Mapping[str, Any]] = {}
         self.health = LoopHealth(clock)
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
-                                       lambda: self.elector is None or self.elector.leading.is_set())
+                                       lambda: self.elector is None or self.elector.leading.is_set(), clock=clock)
 
     async def run(self) -> None:
         """Run until cancelled; on the way out the Lease is released, so another replica takes over at once."""

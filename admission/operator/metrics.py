@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -39,6 +38,7 @@ from admission.core.telemetry import (
     queue_infos,
     release_latency,
 )
+from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.operator.reading import Reading
 
 log = logging.getLogger(__name__)
@@ -52,12 +52,13 @@ GAP_BUDGET = 0.1
 
 
 def reading_gaps(reading: Reading) -> GapFigures:
-    """The gap model over what the cycle read. The operator does not cache ResourceQuotas, so the native
-    quota kinds are not computed here (`draq gaps` reads them)."""
+    """The gap model over what the cycle read, the cached native ResourceQuotas included (as `draq gaps`
+    reads them)."""
     cycle = reading.cycle
     data = GapInput(cycle.snapshot, cycle.gates, cycle.units, reading.cluster_queues, cycle.local_queues,
                     tuple(g.pod_group for g in cycle.groups if g.pod_group is not None),
-                    cycle.namespace_labels or {}, matches=cycle.matches)
+                    cycle.namespace_labels or {}, resource_quotas=reading.resource_quotas,
+                    matches=cycle.matches)
     return gap_figures(find_gaps(data))
 
 
@@ -87,13 +88,15 @@ class OperatorMetrics:
     """Registers the operator's metrics in `registry`; the loop calls `cycle` and `released`."""
 
     def __init__(self, registry: CollectorRegistry, leading: Callable[[], bool],
-                 gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_budget: float = GAP_BUDGET) -> None:
+                 gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_budget: float = GAP_BUDGET,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.figures = ClusterFigures()
         self.gap_figures: GapFigures | None = None
         self.leading = leading
         self._gaps = gaps
         self._gap_budget = gap_budget
-        self._gaps_due = 0.0  # time.monotonic() from which the gaps may be computed again
+        self._clock = clock
+        self._gaps_due = 0.0  # the clock's monotonic time from which the gaps may be computed again
         self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
                                 "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
         self._steps = Histogram("draq_cycle_step_duration_seconds", "Time one admission cycle spent in a step: "
@@ -129,14 +132,14 @@ class OperatorMetrics:
         self._update_gaps(reading)
 
     def _update_gaps(self, reading: Reading) -> None:
-        started = time.monotonic()
+        started = self._clock.monotonic()
         if started < self._gaps_due:
             return
         try:
             self.gap_figures = self._gaps(reading)
         except Exception:  # the gap report must never stop admission; the last figures stay
             log.exception("computing the accounting gaps failed")
-        finished = time.monotonic()
+        finished = self._clock.monotonic()
         self._gaps_due = finished + (finished - started) / self._gap_budget
 
     def released(self, group: GroupView, admit: Admit, now: dt.datetime) -> None:

@@ -17,6 +17,7 @@ from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.core.review import GatingPolicy
 from admission.kube import kinds
 from admission.kube.client import KubeApi, load_credentials
+from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.discovery import serves
 from admission.kube.probes import Probes, process_registry, start_probe_server
 from admission.webhook.cache import ClusterCache
@@ -62,11 +63,13 @@ class WebhookSettings:
 
 
 class WebhookService:
-    def __init__(self, settings: WebhookSettings, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, settings: WebhookSettings, registry: CollectorRegistry | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
+        self.clock = clock
         self.metrics = WebhookMetrics(registry or CollectorRegistry())
         self.api = KubeApi(load_credentials(settings.kubeconfig, settings.context))
-        self.cache = ClusterCache(self.api)
+        self.cache = ClusterCache(self.api, clock=clock)
         self.tls = ServingTLS()
         self.server: RunningServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -118,8 +121,8 @@ class WebhookService:
             ca_file = settings.ca_file
             self._bundle = (lambda: asyncio.to_thread(ca_file.read_bytes)) if ca_file else _no_bundle
             return
-        ca = await SecretCA(self.api, settings.namespace).load_or_create()
-        rotator = ServingCertRotator(ca, settings.cert_hosts, self.tls)
+        ca = await SecretCA(self.api, settings.namespace, clock=self.clock).load_or_create()
+        rotator = ServingCertRotator(ca, settings.cert_hosts, self.tls, self.clock)
         rotator.ensure_current()
         self._spawn(rotator.run())
         self._bundle = lambda: _constant(ca.cert_pem)
@@ -130,7 +133,7 @@ class WebhookService:
 
     async def _keep_published(self, publisher: ConfigurationPublisher) -> None:
         while True:
-            await asyncio.sleep(self.settings.resync_seconds)
+            await self.clock.sleep(self.settings.resync_seconds)
             try:
                 publisher.forget()
                 await self._publish(publisher)

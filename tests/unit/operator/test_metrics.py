@@ -4,13 +4,17 @@ counts, when the loop is live and ready, and the probe port's answers."""
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 from aiohttp import ClientSession
 from prometheus_client import CollectorRegistry
 
+from admission.core.telemetry import GapFigures
 from admission.kube.probes import Probes, start_probe_server
 from admission.operator import Operator, OperatorSettings
 from admission.operator.health import LoopHealth, operator_checks
+from admission.operator.metrics import OperatorMetrics
+from admission.operator.reading import Reading
 from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS
@@ -135,3 +139,23 @@ def test_only_the_leader_describes_the_cluster() -> None:
         await operator.cache.stop()
 
     asyncio.run(go())
+
+
+def test_the_gap_report_keeps_to_its_time_budget_on_the_injected_clock() -> None:
+    clock = FakeClock()
+    computed: list[float] = []
+
+    def gaps(reading: Reading) -> GapFigures:
+        computed.append(clock.monotonic())
+        clock.advance(0.5)  # the report takes half a second
+        return GapFigures({}, {})
+
+    metrics = OperatorMetrics(CollectorRegistry(), lambda: True, gaps=gaps, gap_budget=0.1, clock=clock)
+    reading = cast(Reading, None)
+    metrics._update_gaps(reading)  # 0.5 s at a 10% budget: not again for 5 s after it finished
+    clock.advance(4.9)
+    metrics._update_gaps(reading)
+    assert computed == [0.0]
+    clock.advance(0.1)
+    metrics._update_gaps(reading)
+    assert computed == [0.0, 5.5]
