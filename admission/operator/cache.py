@@ -1,7 +1,8 @@
 """The operator's in-memory cache: one reflector for every resource a cycle reads, change notification,
 and the operator's own writes assumed until the watch catches up.
 
-Every list and every watch event sets `changed`, which wakes the admission loop.
+Every list and every watch event sets `changed`, which wakes the admission loop (except for
+`QUIET_KINDS`, which no admission decision reads).
 
 A write's answer can come back after the watch delivered the object's deletion (the write was applied,
 then the object deleted, before the answer arrived), and the operator's list at a new term can be older
@@ -77,7 +78,11 @@ OPERATOR_RESOURCES: tuple[tuple[Resource, Projection], ...] = (
     _whole(kinds.RESOURCE_SLICES), _whole(kinds.DEVICE_TAINT_RULES), _whole(kinds.RESOURCE_CLAIMS),
     _whole(kinds.CLAIM_TEMPLATES),
     _whole(kinds.CLUSTER_QUEUES), _whole(kinds.LOCAL_QUEUES), _whole(kinds.QUOTA_UNITS), _whole(kinds.POD_GROUPS),
+    _whole(kinds.RESOURCE_QUOTAS),
 )
+QUIET_KINDS = frozenset({"ResourceQuota"})
+"""Kinds no admission decision reads (native quotas feed only the accounting gaps' metrics): their changes
+do not wake the loop; the next pass, at most a resync later, reads them."""
 
 
 class _Reflector(Reflector):
@@ -103,7 +108,8 @@ class OperatorCache:
         self.changed = asyncio.Event()
         self._clock = clock
         self.reflectors: dict[str, Reflector] = {
-            res.kind: _Reflector(api, res, project, self.changed.set, self._deleter(res.kind))
+            res.kind: _Reflector(api, res, project, _quiet if res.kind in QUIET_KINDS else self.changed.set,
+                                 self._deleter(res.kind))
             for res, project in resources}
         for reflector in self.reflectors.values():
             reflector.track_changes = True  # the reader parses only what changed (`take_changes`)
@@ -200,6 +206,10 @@ class OperatorCache:
             else:
                 current[key] = obj
         return current
+
+
+def _quiet() -> None:
+    pass
 
 
 def _version(obj: Mapping[str, Any]) -> int:

@@ -19,7 +19,7 @@ from admission.core.cycle import (
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.labels import QUEUE_LABEL
-from admission.core.models import Pod, parse_object
+from admission.core.models import Pod, ResourceQuota, parse_object
 from admission.core.models.device_taint_rule import apply_taint_rules
 from admission.core.quota import (
     ClusterQueue,
@@ -53,6 +53,8 @@ class Reading:
     manifests: Mapping[str, Mapping[str, Any]]  # `Pod ns/name`, `PodGroup ns/name` -> cached manifest
     # False when the usage could not be rebuilt from PodGroup status: `cycle.state` is then the last good one.
     usage_current: bool = True
+    # Native ResourceQuotas: no admission decision reads them; the accounting gaps' metrics do.
+    resource_quotas: tuple[ResourceQuota, ...] = ()
 
 
 class _Parsed:
@@ -72,6 +74,8 @@ class _Parsed:
         # last reading (None: not known); kept where the reader asks for it (pods).
         self.by_key: dict[str, Any] = {}
         self.changed_keys: set[str] | None = None
+        # ResourceQuotas only: `models` and the ResourceQuotas among them, kept while `models` is the same list.
+        self.quotas: tuple[list[Any], tuple[ResourceQuota, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +136,17 @@ class CacheReader:
         cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
                            promised_devices(groups, snapshot.claims), labels, self.clock.now(),
                            timer=self.clock.monotonic, invalid=invalid)
-        return Reading(cycle, queues, manifests, current)
+        return Reading(cycle, queues, manifests, current, self._resource_quotas())
+
+    def _resource_quotas(self) -> tuple[ResourceQuota, ...]:
+        """The cached ResourceQuotas that parse (none where the cache has no ResourceQuota reflector)."""
+        if "ResourceQuota" not in self.cache.reflectors:
+            return ()
+        models = self._models("ResourceQuota", parse_object)
+        memo = self._parsed["ResourceQuota"]
+        if memo.quotas is None or memo.quotas[0] is not models:
+            memo.quotas = (models, tuple(m for m in models if isinstance(m, ResourceQuota)))
+        return memo.quotas[1]
 
     def _snapshot_of(self, inputs: dict[str, list[Any]]) -> Snapshot:
         """This reading's snapshot: the previous one updated with the kinds whose objects changed."""
