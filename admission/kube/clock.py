@@ -47,14 +47,3 @@ def timestamp(moment: dt.datetime) -> str:
 def micro_timestamp(moment: dt.datetime) -> str:
     """metav1.MicroTime, as in a Lease's renewTime."""
     return moment.astimezone(dt.UTC).strftime(MICRO_TIMESTAMP)
-
-
-def parse_timestamp(text: str | None) -> dt.datetime | None:
-    if not text:
-        return None
-    for fmt in (MICRO_TIMESTAMP, TIMESTAMP):
-        try:
-            return dt.datetime.strptime(text, fmt).replace(tzinfo=dt.UTC)
-        except ValueError:
-            continue
-    return None

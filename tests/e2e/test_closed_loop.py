@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from admission.core.cycle.pinning import pinned_node
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.native_gangs import workload_ref
 from admission.localcluster.controlplane import ControlPlane
@@ -23,6 +22,7 @@ from admission.localcluster.nodesim import NodeSimulator
 from admission.operator import OperatorSettings
 from tests.e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, queues, settings
 from tests.e2e.waiting import until
+from tests.support.affinity import pinned_node
 
 __all__ = ["crds"]  # the module-scoped CRD fixture, shared with the operator tests
 HOLD = "example.com/hold"  # another controller's gate: draq releases its own, the pod still cannot bind

@@ -155,10 +155,6 @@ def compare(left: object, right: object) -> int:
     return result
 
 
-def is_nan(value: object) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
 def format_double(value: float) -> str:
     """A double as CEL prints it (Go's shortest `%g`): 1 -> "1", 1e6 -> "1e+06", 0.5 -> "0.5"."""
     if math.isnan(value):

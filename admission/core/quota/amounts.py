@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from admission.core.quantity import Format, Quantity, format_quantity
+from admission.core.quantity import Format, format_quantity
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,3 @@ def format_amount(value: Fraction, fmt: Format | None = None) -> str:
         binary = value.denominator == 1 and value != 0 and value.numerator % 1024 == 0
         fmt = "BinarySI" if binary else "DecimalSI"
     return format_quantity(value, fmt)
-
-
-def quantity_format(quantity: Quantity | None) -> Format | None:
-    return quantity.format if quantity is not None else None

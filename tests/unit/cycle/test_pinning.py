@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from admission.core.cycle.pinning import pin_requirement, pinned_affinity, pinned_node
+from admission.core.cycle.pinning import pin_requirement, pinned_affinity
+from tests.support.affinity import pinned_node
 
 
 def test_a_pod_without_affinity_gets_one_term_naming_the_node() -> None:

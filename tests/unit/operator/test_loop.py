@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from admission.core.cycle.pinning import pinned_node
 from admission.core.errors import DraqError
 from admission.core.labels import GATE
 from admission.core.native_gangs import workload_ref
 from admission.kube.client import KubeApiError
 from admission.operator import reading
+from tests.support.affinity import pinned_node
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS, gang, member
 

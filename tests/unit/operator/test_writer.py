@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from admission.core.cycle.pinning import pinned_node
 from admission.core.labels import GATE
 from admission.kube.client import KubeApiError
 from admission.operator.cache import OperatorCache
 from admission.operator.writer import Writer
+from tests.support.affinity import pinned_node
 from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS, member
