@@ -2,7 +2,8 @@
 
 A pod goes only on a node that passes the scheduler's node filters for it (`admission.core.nodefit`:
 cordon, taints, node selector and affinity, cpu/memory/extended resources and pod count next to the
-pods already there and the group's pods placed before it). Each pod's claims are allocated together
+pods already there and the group's pods placed before it, and the required anti-affinity of the pods
+bound to nodes). Each pod's claims are allocated together
 on its node; a claim shared by several pods is allocated once, by the first pod, and later pods must
 land where that allocation is usable. Devices and node resources taken by earlier pods are in use
 for later ones. The node search is bounded: nodes are tried in a fixed, sensible order, and a member
@@ -23,6 +24,7 @@ from admission.core.errors import InvalidInput
 from admission.core.models import AllocationResult, ClaimSpec, Pod, ResourceClaim, ResourceClaimTemplate
 from admission.core.models.meta import ObjectMeta
 from admission.core.nodefit import (
+    EXISTING_ANTI_AFFINITY,
     NODE_NAME_MISMATCH,
     UNSCHEDULABLE,
     NodeFitIndex,
@@ -92,6 +94,10 @@ class _Candidates:
 
     nodes: list[str]
     rejected: Mapping[str, str]  # node -> reason
+    # Nodes that pass the static filters but where bound pods' required anti-affinity keeps the member out
+    # (InterPodAffinity, which the scheduler runs after NodeResourcesFit: a node failing both is counted
+    # for its resources).
+    anti_affinity: tuple[str, ...] = ()
 
 
 def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
@@ -121,7 +127,7 @@ class KnownUnfit:
 def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit) -> GangPlan:
     root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
-    shape = _group_shape(members) if not allocator.gates.extended_resource else None
+    shape = _group_shape(members, allocator.snapshot.node_fit) if not allocator.gates.extended_resource else None
     seen = known.failures.get(shape) if shape is not None else None
     if seen is not None:
         return _renamed(seen, members)
@@ -137,10 +143,11 @@ def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: I
     return plan
 
 
-def _group_shape(members: Sequence[GangMember]) -> object:
+def _group_shape(members: Sequence[GangMember], index: NodeFitIndex) -> object:
     """What decides where a group can be placed, names left out: per member, its claims and requests, the
-    nodes it may use and what the node filters read of it."""
-    return tuple((_shape(m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None)
+    nodes it may use, what the node filters read of it and the nodes bound pods' anti-affinity keeps it off."""
+    return tuple((_shape(m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None,
+                  index.anti_affinity_rejected(m.fit) if m.fit is not None else None)
                  for m in members)
 
 
@@ -208,7 +215,8 @@ def _candidates(search: _Search, member: GangMember, node_names: list[str],
                 static: dict[object, _Candidates]) -> _Candidates:
     """The nodes the member may use by its node name, cordons, taints, selector and affinity, in name order
     (the filters are answered once per kind of pod and snapshot)."""
-    key = (member.nodes, member.fit.placement_key if member.fit is not None else None)
+    kept_out = search.index.anti_affinity_rejected(member.fit) if member.fit is not None else frozenset()
+    key = (member.nodes, member.fit.placement_key if member.fit is not None else None, kept_out)
     found = static.get(key)
     if found is not None:
         return found
@@ -218,12 +226,14 @@ def _candidates(search: _Search, member: GangMember, node_names: list[str],
         passing = tuple(n for n in node_names if not search.index.nodes[n].unschedulable)
         filtered = {n: UNSCHEDULABLE for n in node_names if search.index.nodes[n].unschedulable}
     if member.nodes is None:
-        found = _Candidates(list(passing), filtered)
+        rejected: Mapping[str, str] = filtered
     else:
         allowed = set(member.nodes)
         rejected = {n: NODE_NAME_MISMATCH for n in node_names if n not in allowed}
         rejected.update((n, reason) for n, reason in filtered.items() if n in allowed)
-        found = _Candidates([n for n in passing if n in allowed], rejected)
+        passing = tuple(n for n in passing if n in allowed)
+    found = _Candidates([n for n in passing if n not in kept_out], rejected,
+                        tuple(n for n in passing if n in kept_out))
     static[key] = found
     return found
 
@@ -337,6 +347,9 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
     tally: Counter[str] = Counter(candidates.rejected.values())
     device_nodes = []
     extended: ResourceClaim | None = None
+    for node in candidates.anti_affinity:
+        reasons, _ = _node_check(search, member, node, state.nodes)
+        tally.update(reasons or [EXISTING_ANTI_AFFINITY])
     for node in candidates.nodes:
         reasons, node_extended = _node_check(search, member, node, state.nodes)
         tally.update(reasons)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from admission.core.models._fields import Fields
 from admission.core.models.meta import Named, ObjectMeta, parse_meta
-from admission.core.models.node_selector import NodeSelector, parse_node_selector
+from admission.core.models.node_selector import NodeSelector, NodeSelectorRequirement, parse_node_selector
 from admission.core.models.taint import Toleration, parse_toleration
 from admission.core.quantity import Quantity
 
@@ -45,6 +45,33 @@ class ResourceRequirements:
     limits: Mapping[str, Quantity] = field(default_factory=dict)
 
 
+_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector as inter-pod terms use it: the empty selector matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()  # In, NotIn, Exists, DoesNotExist
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(key) == value for key, value in self.match_labels) and all(
+            r.operator in _SELECTOR_OPERATORS and r.matches(r.key in labels, labels.get(r.key, ""))
+            for r in self.match_expressions)
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A required pod (anti-)affinity term. `label_selector` None selects no pod; `namespace_selector` None
+    is unset (then `namespaces`, or the pod's own namespace when that is empty too)."""
+
+    topology_key: str
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class PodResourceClaimStatus:
     name: str
@@ -73,6 +100,9 @@ class Pod(Named):
     required_pod_affinity: int = 0
     required_pod_anti_affinity: int = 0
     hard_topology_spread: int = 0
+    # podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution (the existing pods' side of the
+    # scheduler's InterPodAffinity filter reads them).
+    anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
 
     @property
     def uid(self) -> str:
@@ -138,6 +168,7 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         resources=ResourceRequirements(pod_resources.quantity_map("requests"), pod_resources.quantity_map("limits")),
         required_pod_affinity=len(affinity.map("podAffinity").list(required)),
         required_pod_anti_affinity=len(affinity.map("podAntiAffinity").list(required)),
+        anti_affinity_terms=tuple(_affinity_term(t) for t in affinity.map("podAntiAffinity").maps(required)),
         # whenUnsatisfiable is required by the API; a constraint without it is taken as the hard form.
         hard_topology_spread=sum(1 for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
@@ -148,3 +179,17 @@ def _container(fields: Fields) -> Container:
     resources = fields.map("resources")
     return Container(fields.str("name"), resources.quantity_map("requests"), resources.quantity_map("limits"),
                      fields.str("restartPolicy"))
+
+
+def _label_selector(fields: Fields, key: str) -> LabelSelector | None:
+    if not fields.has(key) or fields.raw(key) is None:
+        return None
+    selector = fields.map(key)
+    expressions = tuple(NodeSelectorRequirement(e.str("key"), e.str("operator"), e.str_list("values"))
+                        for e in selector.maps("matchExpressions"))
+    return LabelSelector(tuple(sorted(selector.str_map("matchLabels").items())), expressions)
+
+
+def _affinity_term(fields: Fields) -> PodAffinityTerm:
+    return PodAffinityTerm(fields.str("topologyKey"), _label_selector(fields, "labelSelector"),
+                           fields.str_list("namespaces"), _label_selector(fields, "namespaceSelector"))

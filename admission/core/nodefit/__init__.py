@@ -1,8 +1,9 @@
 """The kube-scheduler's node filters that decide whether a pod fits a node, besides its DRA claims.
 
-NodeUnschedulable, TaintToleration, NodeAffinity (node selector and required node affinity) and
+NodeUnschedulable, TaintToleration, NodeAffinity (node selector and required node affinity),
 NodeResourcesFit (cpu, memory, ephemeral-storage, extended resources, pod count) with the
-scheduler's own request arithmetic (sidecars, init containers, pod-level resources, overhead).
+scheduler's own request arithmetic (sidecars, init containers, pod-level resources, overhead), and
+InterPodAffinity's check of the required anti-affinity of pods already bound (`interpod`).
 Pure: `PodFit.of(pod)` and `NodeFitIndex(nodes, pods, classes)` are computed once; `static_reason`
 and `resource_reasons` answer per node, in the scheduler's words.
 """
@@ -22,6 +23,7 @@ from admission.core.nodefit.fit import (
     static_reason,
     untolerated,
 )
+from admission.core.nodefit.interpod import EXISTING_ANTI_AFFINITY, ExistingAntiAffinity
 from admission.core.nodefit.requests import (
     allocatable_amounts,
     container_requests,
@@ -33,8 +35,28 @@ from admission.core.nodefit.requests import (
 from admission.core.nodefit.taints import tolerates_unschedulable, untolerated_taint
 
 __all__ = [
-    "AFFINITY_MISMATCH", "NODE_NAME_MISMATCH", "TOO_MANY_PODS", "UNSCHEDULABLE", "NodeFacts", "NodeFitIndex",
-    "NodeUsage", "PodFit", "allocatable_amounts", "container_requests", "insufficient", "is_extended_resource",
-    "is_scalar_resource", "matches_node_affinity", "matches_node_selector", "pod_requests", "resource_reasons",
-    "scheduler_amounts", "static_reason", "tolerates_unschedulable", "untolerated", "untolerated_taint",
+    "AFFINITY_MISMATCH",
+    "EXISTING_ANTI_AFFINITY",
+    "NODE_NAME_MISMATCH",
+    "TOO_MANY_PODS",
+    "UNSCHEDULABLE",
+    "ExistingAntiAffinity",
+    "NodeFacts",
+    "NodeFitIndex",
+    "NodeUsage",
+    "PodFit",
+    "allocatable_amounts",
+    "container_requests",
+    "insufficient",
+    "is_extended_resource",
+    "is_scalar_resource",
+    "matches_node_affinity",
+    "matches_node_selector",
+    "pod_requests",
+    "resource_reasons",
+    "scheduler_amounts",
+    "static_reason",
+    "tolerates_unschedulable",
+    "untolerated",
+    "untolerated_taint",
 ]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from admission.core.models import Container, DeviceClass, Node, NodeSelector, Pod, Taint, Toleration
 from admission.core.nodefit.affinity import matches_node_affinity
 from admission.core.nodefit.extended import served_resources
+from admission.core.nodefit.interpod import EXISTING_ANTI_AFFINITY, ExistingAntiAffinity
 from admission.core.nodefit.requests import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -62,6 +63,7 @@ class PodFit:
     tolerations: tuple[Toleration, ...] = ()
     containers: tuple[Container, ...] = ()
     init_containers: int = 0  # how many come before `containers` (the scheduler's container index counts them)
+    labels: Mapping[str, str] = field(default_factory=dict)  # what existing pods' anti-affinity terms select
     # Equal for pods the static filters treat alike (gangs of identical pods share their answers).
     placement_key: tuple[object, ...] = field(init=False, repr=False, compare=False)
     # The requests in the order the scheduler reports them: cpu, memory, ephemeral-storage, then by name.
@@ -77,7 +79,11 @@ class PodFit:
     @staticmethod
     def of(pod: Pod) -> PodFit:
         return PodFit(pod.key, scheduler_amounts(pod_requests(pod)), dict(pod.node_selector), pod.node_affinity,
-                      pod.tolerations, pod.containers, len(pod.init_containers))
+                      pod.tolerations, pod.containers, len(pod.init_containers), pod.labels)
+
+    @property
+    def namespace(self) -> str:
+        return self.key.partition("/")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,12 +230,16 @@ _REQUESTS = _RequestsMemo()
 
 class NodeFitIndex:
     """The node side of the node filters for one snapshot, computed once: every node's facts, what the
-    pods bound to nodes use, and which extended resources a DeviceClass serves (KEP 5004)."""
+    pods bound to nodes use, the required anti-affinity terms they hold (InterPodAffinity) and which
+    extended resources a DeviceClass serves (KEP 5004)."""
 
     def __init__(self, nodes: Iterable[Node] = (), pods: Iterable[Pod] = (),
                  classes: Iterable[DeviceClass] = ()) -> None:
         self.nodes: dict[str, NodeFacts] = {n.name: NodeFacts.of(n) for n in nodes}
+        pods = tuple(pods)
         self.usage = NodeUsage.of_pods(pods)
+        self.anti_affinity = ExistingAntiAffinity.of_pods(pods)
+        self._node_labels: dict[str, Mapping[str, str]] | None = None
         # Extended resources a DeviceClass serves (KEP 5004), with the class.
         self.dra_classes: dict[str, DeviceClass] = served_resources(classes)
         self._static: dict[tuple[object, ...], tuple[tuple[str, ...], Mapping[str, str]]] = {}
@@ -243,6 +253,8 @@ class NodeFitIndex:
         other = NodeFitIndex.__new__(NodeFitIndex)
         other.dra_classes = self.dra_classes
         other.nodes, other._static = self.nodes, self._static
+        other._node_labels = self._node_labels
+        anti_affinity = self.anti_affinity
         if nodes is not None:
             before, after = nodes
             changed = [name for name, node in after.items() if before.get(name) is not node]
@@ -250,8 +262,19 @@ class NodeFitIndex:
                 other.nodes = {name: self.nodes[name] if before.get(name) is node and name in self.nodes
                                else NodeFacts.of(node) for name, node in after.items()}
                 other._static = {}
+                other._node_labels = None
+                anti_affinity = ExistingAntiAffinity(anti_affinity.holders)  # its answers read the nodes' labels
         other.usage = self.usage if pods is None else self.usage.updated(*pods, changed_pods)
+        other.anti_affinity = anti_affinity if pods is None else anti_affinity.updated(*pods, changed_pods)
         return other
+
+    def anti_affinity_rejected(self, pod: PodFit) -> frozenset[str]:
+        """The nodes where bound pods' required anti-affinity keeps this pod out (InterPodAffinity)."""
+        if not self.anti_affinity.holders:
+            return frozenset()
+        if self._node_labels is None:
+            self._node_labels = {name: facts.labels for name, facts in self.nodes.items()}
+        return self.anti_affinity.rejected(pod.namespace, pod.labels, self._node_labels)
 
     def static_filter(self, pod: PodFit) -> tuple[tuple[str, ...], Mapping[str, str]]:
         """The nodes (by name) where pods like this one may run whatever runs there, and why every other
@@ -280,11 +303,15 @@ class NodeFitIndex:
 
     def reasons(self, pod: PodFit, node: str, usage: NodeUsage | None = None,
                 extended_resource: bool = False) -> list[str]:
-        """Every reason the pod does not fit the node (empty: it fits), the static one first. With
-        DRAExtendedResource, resources DRA devices would serve on this node are left to the allocator."""
+        """Every reason the pod does not fit the node (empty: it fits), in the scheduler's order: the static
+        one, else the resources, else existing pods' anti-affinity. With DRAExtendedResource, resources DRA
+        devices would serve on this node are left to the allocator."""
         facts = self.nodes[node]
         static = static_reason(pod, facts)
         if static is not None:
             return [static]
         delegated = self.dra_served(pod, facts) if extended_resource else ()
-        return resource_reasons(pod, facts, (usage or self.usage).on(node), delegated)
+        reasons = resource_reasons(pod, facts, (usage or self.usage).on(node), delegated)
+        if not reasons and node in self.anti_affinity_rejected(pod):
+            reasons.append(EXISTING_ANTI_AFFINITY)
+        return reasons
