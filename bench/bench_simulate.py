@@ -27,7 +27,7 @@ from inventory import DRIVER, NODE_ALLOCATABLE, cluster_manifests
 
 from admission.core.features import gates_for
 from admission.core.models import Model, parse_objects
-from admission.core.simulate import SimulationSettings, World, load, plan_nodes, simulate
+from admission.core.simulate import SimulatedCluster, SimulationSettings, load, plan_nodes, simulate
 
 GATES = gates_for("1.35")
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -64,17 +64,17 @@ def stamp(index: int) -> str:
 
 
 # ----- 1. a long queue until it drains ---------------------------------------------------------------
-def long_queue(groups: int, nodes: int, gpus: int, rng: random.Random) -> World:
+def long_queue(groups: int, nodes: int, gpus: int, rng: random.Random) -> SimulatedCluster:
     objects = cluster_manifests(nodes, gpus, ("H100",), NODE_ALLOCATABLE) + queues(nodes * gpus * 5 // 8)
     for index in range(groups):
         size, each = rng.choice(((2, 4), (2, 4), (1, 8), (4, 8)))
         objects += group(f"g{index:04d}", ("red", "blue")[index % 2], size, each, stamp(index), rng.choice(RUN_TIMES))
-    return load(objects, GATES, submitted=False).world
+    return load(objects, GATES, submitted=False).cluster
 
 
-def bench_drain(world: World, repeat: int) -> None:
+def bench_drain(cluster: SimulatedCluster, repeat: int) -> None:
     settings = SimulationSettings(GATES, START)
-    timings, result = timed(repeat, lambda: simulate(world, settings))
+    timings, result = timed(repeat, lambda: simulate(cluster, settings))
     assert not result.waiting, result.stopped
     per_cycle = [t / result.cycles for t in timings]
     print(f"simulate, 1,000 groups on 512 nodes × 8 GPUs until the queue drains: {figure(timings, 's')} "
@@ -100,7 +100,7 @@ def make_node(profile: str, index: int) -> Sequence[Model]:
     return parse_objects(manifests)
 
 
-def full_cluster(nodes: int, waiting: int, rng: random.Random) -> World:
+def full_cluster(nodes: int, waiting: int, rng: random.Random) -> SimulatedCluster:
     objects = cluster_manifests(nodes, 8, ("H100",), NODE_ALLOCATABLE) + queues(10_000)
     # One 8-GPU group per node, first in the queue: they fill the cluster, every later group waits.
     for index in range(nodes):
@@ -112,15 +112,15 @@ def full_cluster(nodes: int, waiting: int, rng: random.Random) -> World:
             size, each = rng.choice(((2, 4), (1, 8), (2, 2), (1, 4)))
             model = "A100" if index % 4 == 0 else None
             objects += group(f"w{index:03d}", "red", size, each, stamp(1000 + index), "1h", model)
-    world = load(objects, GATES, submitted=False).world
-    first = simulate(world, SimulationSettings(GATES, START, None, horizon=0))
+    cluster = load(objects, GATES, submitted=False).cluster
+    first = simulate(cluster, SimulationSettings(GATES, START, None, horizon=0))
     assert {o.group for o in first.admitted} == {f"{NAMESPACE}/run{i:03d}" for i in range(nodes)}
-    return world
+    return cluster
 
 
-def bench_plan(world: World, repeat: int) -> None:
+def bench_plan(cluster: SimulatedCluster, repeat: int) -> None:
     settings = SimulationSettings(GATES, START, None)
-    timings, plan = timed(repeat, lambda: plan_nodes(world, settings, list(PROFILES), make_node))
+    timings, plan = timed(repeat, lambda: plan_nodes(cluster, settings, list(PROFILES), make_node))
     added = ", ".join(f"{n} × {p}" for p, n in plan.counts.items() if n)
     print(f"plan_nodes, 40 waiting groups on a full cluster of 16 nodes × 8 GPUs, 4 profiles: {figure(timings, 's')} "
           f"({plan.simulations} simulations); plan: {added} ({plan.total} nodes), {len(plan.admitted)} of "

@@ -26,9 +26,9 @@ from admission.core.simulate import (
     Loaded,
     NodePlan,
     Progress,
+    SimulatedCluster,
     SimulationResult,
     SimulationSettings,
-    World,
     format_duration,
     load,
     merged,
@@ -102,13 +102,13 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             _profile(name)
         targets = [_group(g, args.default_namespace) for g in args.plan_for] or None
-        world = _with_classes(loaded.world, args.partitions)
+        cluster = _with_classes(loaded.cluster, args.partitions)
         within = parse_duration(args.plan_within, "--plan-within") or 0.0
-        plan = plan_nodes(world, settings, names, _maker(args.partitions, "planned"), targets, within,
+        plan = plan_nodes(cluster, settings, names, _maker(args.partitions, "planned"), targets, within,
                           progress)
         result = plan.result
     else:
-        result = simulate(loaded.world, settings, progress)
+        result = simulate(loaded.cluster, settings, progress)
     progress.done()
     _print(result, plan, loaded.notes, args)
     expected = [_group(g, args.default_namespace) for g in args.expect_admitted]
@@ -130,7 +130,7 @@ def _snapshot(args: argparse.Namespace) -> tuple[Loaded, FeatureGates]:
     gates = gates_for(release if release in SUPPORTED_VERSIONS else None, overrides)
     loaded = load(listing.manifests, gates, strict=False, submitted=False)
     if listing.missing:
-        loaded = Loaded(loaded.world, loaded.run_times,
+        loaded = Loaded(loaded.cluster, loaded.run_times,
                         (*loaded.notes, "not served by the API server, so not read: " + ", ".join(listing.missing)))
     return loaded, gates
 
@@ -145,19 +145,19 @@ def _changed(loaded: Loaded, args: argparse.Namespace, gates: FeatureGates, star
     if files:
         documents = load_documents(manifest_files(files))
         added = load(documents, gates, default_namespace=args.default_namespace,
-                     namespace_labels=loaded.world.namespace_labels, stamp=format_time(start))
+                     namespace_labels=loaded.cluster.namespace_labels, stamp=format_time(start))
         loaded = merged(loaded, added)
-    world = loaded.world
+    cluster = loaded.cluster
     nodes: list[Model] = []
     for spec in args.add_nodes:
         nodes += _added_nodes(spec, args.partitions)
     if nodes:
-        world = _with_classes(world, args.partitions).with_models(nodes)
+        cluster = _with_classes(cluster, args.partitions).with_models(nodes)
     notes = list(loaded.notes)
     for names, drain in ((args.remove_nodes, False), (args.drain_nodes, True)):
         wanted = [n.strip() for n in names.split(",") if n.strip()]
         if wanted:
-            world, ended = world.without_nodes(wanted, drain=drain)
+            cluster, ended = cluster.without_nodes(wanted, drain=drain)
             if ended:
                 notes.append(f"ended at the start, a member was on a node {'drained' if drain else 'removed'}: "
                              + ", ".join(ended))
@@ -166,8 +166,8 @@ def _changed(loaded: Loaded, args: argparse.Namespace, gates: FeatureGates, star
         unit, _, amount = rest.partition("=")
         if not (queue and unit and amount):
             raise InvalidInput("--set-quota", entry, "expected CLUSTERQUEUE:UNIT=AMOUNT, e.g. research:gpus=32")
-        world = world.with_quota(queue, unit, amount)
-    return Loaded(world, loaded.run_times, tuple(notes))
+        cluster = cluster.with_quota(queue, unit, amount)
+    return Loaded(cluster, loaded.run_times, tuple(notes))
 
 
 def _added_nodes(spec: str, partitions: bool) -> list[Model]:
@@ -205,11 +205,11 @@ def _profile(name: str) -> profiles.GpuProfile:
     return found
 
 
-def _with_classes(world: World, partitions: bool) -> World:
+def _with_classes(cluster: SimulatedCluster, partitions: bool) -> SimulatedCluster:
     """The DeviceClasses the profiles' drivers install, where the cluster lacks them."""
-    known = {m.name for m in world.models if isinstance(m, DeviceClass)}
+    known = {m.name for m in cluster.models if isinstance(m, DeviceClass)}
     classes = [c for c in (parse_object(m) for m in profiles.device_classes()) if isinstance(c, DeviceClass)]
-    return world.with_models(c for c in classes if c.name not in known)
+    return cluster.with_models(c for c in classes if c.name not in known)
 
 
 def _group(name: str, namespace: str) -> str:

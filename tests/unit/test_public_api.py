@@ -65,7 +65,7 @@ PUBLIC = {
     ],
     "admission.core.simulate": [
         "ClaimDevices", "DEFAULT_RUN_TIME", "Fate", "GroupOutcome", "Loaded", "NodeMaker", "NodePlan", "Progress",
-        "ProgressHook", "RUN_TIME_ANNOTATION", "SimulationResult", "SimulationSettings", "World",
+        "ProgressHook", "RUN_TIME_ANNOTATION", "SimulationResult", "SimulationSettings", "SimulatedCluster",
         "declared_run_times", "format_duration", "job_pods", "load", "merged", "parse_duration", "plan_nodes",
         "render_table", "run_time", "simulate", "submit",
     ],

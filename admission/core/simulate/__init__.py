@@ -1,13 +1,15 @@
 """What-if admission: the operator's admission cycle run repeatedly on a simulated cluster (`simulate`),
 and the smallest set of added nodes that lets waiting groups run (`plan_nodes`).
 
-Pure: objects in, outcomes out; the clock is the snapshot's start time, passed in. `World` is the
-simulated cluster, `submit` turns Jobs and pods into what the cluster holds after the Job controller and
-draq's mutating webhook, `load` parses manifests (files or a live listing) into a `World` and `merged` puts
-changes on top, `declared_run_times` reads the `draq.io/run-time` annotations.
+Pure: objects in, outcomes out; the clock is the snapshot's start time, passed in. `SimulatedCluster`
+holds the simulated cluster's objects (each cycle's `CycleInput` is built from it), `submit` turns Jobs
+and pods into what the cluster holds after the Job controller and draq's mutating webhook, `load`
+parses manifests (files or a live listing) into a `SimulatedCluster` and `merged` puts changes on top,
+`declared_run_times` reads the `draq.io/run-time` annotations.
 """
 
 from admission.core.labels import RUN_TIME_ANNOTATION
+from admission.core.simulate.cluster import SimulatedCluster
 from admission.core.simulate.engine import (
     DEFAULT_RUN_TIME,
     Progress,
@@ -26,7 +28,6 @@ from admission.core.simulate.workloads import (
     parse_duration,
     submit,
 )
-from admission.core.simulate.world import World
 
 __all__ = [
     "DEFAULT_RUN_TIME",
@@ -39,9 +40,9 @@ __all__ = [
     "NodePlan",
     "Progress",
     "ProgressHook",
+    "SimulatedCluster",
     "SimulationResult",
     "SimulationSettings",
-    "World",
     "declared_run_times",
     "format_duration",
     "job_pods",

@@ -17,9 +17,9 @@ from admission.core.cycle import Admit, GroupView, Wait, run_cycle
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
 from admission.core.labels import RUN_TIME_ANNOTATION
+from admission.core.simulate.cluster import SimulatedCluster
 from admission.core.simulate.results import Fate, GroupOutcome, SimulationResult, claims_of
 from admission.core.simulate.workloads import parse_duration
-from admission.core.simulate.world import World
 
 DEFAULT_RUN_TIME = 3600.0
 
@@ -57,14 +57,14 @@ def run_time(group: GroupView, settings: SimulationSettings) -> float | None:
     return settings.default_run_time
 
 
-def simulate(world: World, settings: SimulationSettings, progress: ProgressHook | None = None,
+def simulate(cluster: SimulatedCluster, settings: SimulationSettings, progress: ProgressHook | None = None,
              targets: Collection[str] | None = None) -> SimulationResult:
     """Run cycles until the queue drains or nothing changes any more. With `targets`, stop as soon as every
     one of them is admitted (the node plan's search asks no more)."""
     t = 0.0
     ends: dict[str, float | None] = {}  # admitted or held group -> when it finishes (None: never)
     held: dict[str, GroupOutcome] = {}
-    for group in world.groups():
+    for group in cluster.groups():
         if group.holds_quota and group.pod_group is not None:
             ends[group.key] = _remaining(group, settings)
             held[group.key] = GroupOutcome(group.key, group.pod_group.cluster_queue, Fate.HELD,
@@ -77,14 +77,14 @@ def simulate(world: World, settings: SimulationSettings, progress: ProgressHook 
     while cycle < settings.max_cycles:
         cycle += 1
         now = settings.start + dt.timedelta(seconds=t)
-        cycle_input = world.cycle_input(settings.gates, now)
+        cycle_input = cluster.cycle_input(settings.gates, now)
         result = run_cycle(cycle_input)
         views = {g.key: g for g in cycle_input.groups}
         waiting = 0
         for decision in result.decisions:
             if isinstance(decision, Admit):
                 group = views[decision.group]
-                world = world.admitted(group, decision, now)
+                cluster = cluster.admitted(group, decision, now)
                 prior = waits.pop(group.key, None)
                 admitted[group.key] = GroupOutcome(
                     group.key, decision.cluster_queue, Fate.ADMITTED, cycle, t, None, decision.plan.nodes,
@@ -114,7 +114,7 @@ def simulate(world: World, settings: SimulationSettings, progress: ProgressHook 
             break
         t = upcoming
         for key in sorted(k for k, at in ends.items() if at is not None and at <= t):
-            world = world.finished(key)
+            cluster = cluster.finished(key)
             del ends[key]
             if key in admitted:
                 admitted[key] = replace(admitted[key], finished_after=t)

@@ -16,15 +16,15 @@ from admission.core.features import FeatureGates
 from admission.core.gaps import read_objects
 from admission.core.labels import API_VERSION
 from admission.core.models import Model, Namespace, is_supported, parse_object
+from admission.core.simulate.cluster import SimulatedCluster
 from admission.core.simulate.workloads import declared_run_times, submit
-from admission.core.simulate.world import World
 
 _WORKLOADS = (("batch/v1", "Job"),)
 
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    world: World
+    cluster: SimulatedCluster
     run_times: Mapping[str, float | None]  # declared with `draq.io/run-time`, by group key
     notes: tuple[str, ...] = ()  # objects left out (live listings only) and kinds not simulated
 
@@ -71,21 +71,21 @@ def load(manifests: Iterable[Any], gates: FeatureGates, *, default_namespace: st
     created = {f"{m['metadata'].get('namespace') or default_namespace}/{m['metadata'].get('name')}":
                str(m["metadata"].get("creationTimestamp") or "") for m in items
                if m.get("kind") == "PodGroup" and isinstance(m.get("metadata"), Mapping)}
-    world = World(tuple(models), parsed.pod_groups, created, parsed.cluster_queues, dict(parsed.local_queues),
-                  parsed.units, {**labels, **parsed.namespace_labels} or None)
-    return Loaded(world, declared_run_times(items, default_namespace), tuple(notes))
+    cluster = SimulatedCluster(tuple(models), parsed.pod_groups, created, parsed.cluster_queues,
+                               dict(parsed.local_queues), parsed.units, {**labels, **parsed.namespace_labels} or None)
+    return Loaded(cluster, declared_run_times(items, default_namespace), tuple(notes))
 
 
 def merged(base: Loaded, added: Loaded) -> Loaded:
     """`added` on top of `base`: its objects join the cluster, replacing those of the same kind and name."""
-    a, b = base.world, added.world
-    world = a.with_models(b.models).with_pod_groups(b.pod_groups, b.created)
+    a, b = base.cluster, added.cluster
+    cluster = a.with_models(b.models).with_pod_groups(b.pod_groups, b.created)
     queues = {q.name: q for q in (*a.cluster_queues, *b.cluster_queues)}
     units = {u.name: u for u in (*a.units, *b.units)}
-    world = replace(world, cluster_queues=tuple(queues.values()), local_queues={**a.local_queues, **b.local_queues},
+    cluster = replace(cluster, cluster_queues=tuple(queues.values()), local_queues={**a.local_queues, **b.local_queues},
                     units=tuple(units.values()),
                     namespace_labels={**(a.namespace_labels or {}), **(b.namespace_labels or {})} or None)
-    return Loaded(world, {**base.run_times, **added.run_times}, (*base.notes, *added.notes))
+    return Loaded(cluster, {**base.run_times, **added.run_times}, (*base.notes, *added.notes))
 
 
 def _flattened(manifests: Iterable[Any]) -> Iterable[Mapping[str, Any]]:

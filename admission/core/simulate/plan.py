@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 
 from admission.core.cycle import WaitReason
 from admission.core.models import Model
+from admission.core.simulate.cluster import SimulatedCluster
 from admission.core.simulate.engine import ProgressHook, SimulationSettings, simulate
 from admission.core.simulate.results import Fate, GroupOutcome, SimulationResult
-from admission.core.simulate.world import World
 
 NodeMaker = Callable[[str, int], Sequence[Model]]  # (profile, index) -> the Node and its ResourceSlices
 _NODE_REASONS = frozenset({WaitReason.DEVICES.value, WaitReason.NODES.value})
@@ -60,9 +60,9 @@ class NodePlan:
 
 
 class _Search:
-    def __init__(self, world: World, settings: SimulationSettings, profiles: Sequence[str], make: NodeMaker,
-                 targets: Collection[str], progress: ProgressHook | None) -> None:
-        self.world, self.settings, self.profiles, self.make = world, settings, tuple(profiles), make
+    def __init__(self, cluster: SimulatedCluster, settings: SimulationSettings, profiles: Sequence[str],
+                 make: NodeMaker, targets: Collection[str], progress: ProgressHook | None) -> None:
+        self.cluster, self.settings, self.profiles, self.make = cluster, settings, tuple(profiles), make
         self.targets = tuple(targets)
         self.progress = progress
         self.runs: dict[tuple[int, ...], SimulationResult] = {}
@@ -71,7 +71,7 @@ class _Search:
         if counts not in self.runs:
             added = [m for profile, n in zip(self.profiles, counts, strict=True) for i in range(n)
                      for m in self.make(profile, i)]
-            self.runs[counts] = simulate(self.world.with_models(added), self.settings, self.progress,
+            self.runs[counts] = simulate(self.cluster.with_models(added), self.settings, self.progress,
                                           targets=self.targets)
         return self.runs[counts]
 
@@ -92,7 +92,7 @@ class _Search:
         return (*counts[:index], high, *counts[index + 1:])
 
 
-def plan_nodes(world: World, settings: SimulationSettings, profiles: Sequence[str], make: NodeMaker,
+def plan_nodes(cluster: SimulatedCluster, settings: SimulationSettings, profiles: Sequence[str], make: NodeMaker,
                targets: Collection[str] | None = None, within: float = 0.0,
                progress: ProgressHook | None = None) -> NodePlan:
     """The fewest nodes of `profiles` to add so that `targets` (default: every group the simulation leaves
@@ -100,14 +100,14 @@ def plan_nodes(world: World, settings: SimulationSettings, profiles: Sequence[st
     if not profiles:
         raise ValueError("plan_nodes needs at least one profile")
     bounded = replace(settings, horizon=within)
-    baseline = simulate(world, bounded, progress)
+    baseline = simulate(cluster, bounded, progress)
     wanted_all = tuple(targets) if targets is not None else tuple(o.group for o in baseline.waiting)
-    search = _Search(world, bounded, profiles, make, wanted_all, progress)
+    search = _Search(cluster, bounded, profiles, make, wanted_all, progress)
     search.runs[(0,) * len(profiles)] = baseline
     # No pending pod needs more than one new node: as many nodes of each profile as pending pods is enough
     # for every target, and for the groups ahead of them in the queue.
     waiting = {o.group for o in baseline.waiting}
-    cap = max(1, sum(len(g.pods) for g in world.groups() if g.key in waiting))
+    cap = max(1, sum(len(g.pods) for g in cluster.groups() if g.key in waiting))
     n = 1
     while True:
         uniform = (n,) * len(profiles)

@@ -51,7 +51,7 @@ def gang(name: str, members: int, gpus: int, *, created: str = b.CREATED, run_ti
 
 def run(objects: list[dict[str, Any]], default_run_time: float | None = 3600.0, **settings: Any) -> Any:
     loaded = load(objects, GATES)
-    return simulate(loaded.world, SimulationSettings(GATES, START, default_run_time, loaded.run_times, **settings))
+    return simulate(loaded.cluster, SimulationSettings(GATES, START, default_run_time, loaded.run_times, **settings))
 
 
 def test_two_groups_compete_for_quota_the_first_runs_then_the_second() -> None:
@@ -118,10 +118,10 @@ def test_removing_the_node_of_a_held_group_ends_it_and_frees_its_quota() -> None
                                                phase="Running", templates={"gpus": "held-gpus"})}]
     objects = [*cluster(nodes=2, quota=8), *held, b.pod_group("held", 1, "lq", status=status),
                *gang("next", 1, 8, created="2026-01-01T00:00:05Z")]
-    world = load(objects, GATES).world
+    simulated = load(objects, GATES).cluster
     settings = SimulationSettings(GATES, START, None)
-    assert simulate(world, settings).outcome("default/next").reason == WaitReason.QUOTA.value
-    smaller, ended = world.without_nodes(["node-0"], drain=False)
+    assert simulate(simulated, settings).outcome("default/next").reason == WaitReason.QUOTA.value
+    smaller, ended = simulated.without_nodes(["node-0"], drain=False)
     assert ended == ("default/held",)
     assert simulate(smaller, settings).outcome("default/next").nodes == (("next-0", "node-1"),)
 
@@ -143,32 +143,32 @@ def test_a_job_becomes_a_gang_of_its_parallelism_and_a_pod_group_annotation_decl
                         "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "train-gpus"}]}}}}
     objects = [*cluster(nodes=1, quota=100), b.template("train-gpus", b.exactly("gpu", "gpu", 4)), job]
     loaded = load(objects, GATES)
-    (group,) = loaded.world.groups()
+    (group,) = loaded.cluster.groups()
     assert group.key == "default/train" and group.min_member == 2 and len(group.gated) == 2
     assert loaded.run_times == {"default/train": 7200.0}
-    result = simulate(loaded.world, SimulationSettings(GATES, START, 60.0, loaded.run_times))
+    result = simulate(loaded.cluster, SimulationSettings(GATES, START, 60.0, loaded.run_times))
     assert result.outcome("default/train").finished_after == 7200.0
 
 
 def test_added_workloads_and_quota_changes_on_top_of_a_snapshot() -> None:
     base = load(cluster(nodes=1, quota=4), GATES, submitted=False)
-    added = load(gang("extra", 1, 8), GATES, namespace_labels=base.world.namespace_labels)
-    world = merged(base, added).world
+    added = load(gang("extra", 1, 8), GATES, namespace_labels=base.cluster.namespace_labels)
+    simulated = merged(base, added).cluster
     settings = SimulationSettings(GATES, START, None)
-    assert simulate(world, settings).outcome("default/extra").reason == WaitReason.QUOTA.value
-    raised = world.with_quota("cq", "gpus", "8")
+    assert simulate(simulated, settings).outcome("default/extra").reason == WaitReason.QUOTA.value
+    raised = simulated.with_quota("cq", "gpus", "8")
     assert simulate(raised, settings).outcome("default/extra").fate is Fate.ADMITTED
 
 
 def test_a_removed_node_takes_its_devices_and_running_groups_with_it() -> None:
-    world = load([*cluster(nodes=2, quota=100), *gang("a", 2, 8)], GATES).world
+    simulated = load([*cluster(nodes=2, quota=100), *gang("a", 2, 8)], GATES).cluster
     settings = SimulationSettings(GATES, START, None)
-    assert simulate(world, settings).outcome("default/a").fate is Fate.ADMITTED
-    smaller, ended = world.without_nodes(["node-1"], drain=False)
+    assert simulate(simulated, settings).outcome("default/a").fate is Fate.ADMITTED
+    smaller, ended = simulated.without_nodes(["node-1"], drain=False)
     assert ended == ()
     waiting = simulate(smaller, settings).outcome("default/a")
     assert waiting.fate is Fate.WAITING and waiting.reason in (WaitReason.DEVICES.value, WaitReason.NODES.value)
-    drained, _ = world.without_nodes(["node-1"], drain=True)
+    drained, _ = simulated.without_nodes(["node-1"], drain=True)
     assert simulate(drained, settings).outcome("default/a").fate is Fate.WAITING
 
 

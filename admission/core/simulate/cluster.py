@@ -1,10 +1,10 @@
 """The simulated cluster: the objects an admission cycle reads, and how they change as groups are
 admitted, finish, and as nodes and quotas are added or taken away.
 
-Pure and immutable: every change returns a new `World`. `cycle_input` builds the same `CycleInput` the
-operator's reader builds from its cache (`admission.operator.reading`): groups collected from the managed
-pods and PodGroups, usage rebuilt from the PodGroups' records, the devices promised to admitted groups,
-units checked against the devices.
+Pure and immutable: every change returns a new `SimulatedCluster`. `cycle_input` builds the same
+`CycleInput` the operator's reader builds from its cache (`admission.operator.reading`): groups
+collected from the managed pods and PodGroups, usage rebuilt from the PodGroups' records, the devices
+promised to admitted groups, units checked against the devices.
 
 An admitted group is held as the operator leaves it right after admission: its PodGroup says Admitted
 with the charge and the plan, and its pods are not bound yet, so their planned devices and node resources
@@ -47,7 +47,7 @@ from admission.core.quota.status import unit_problems
 
 
 @dataclass(frozen=True, slots=True)
-class World:
+class SimulatedCluster:
     """Everything a cycle reads. `models`: Nodes, DeviceClasses, ResourceSlices, DeviceTaintRules,
     ResourceClaims, ResourceClaimTemplates and every Pod (managed or not; bound pods take their node's room)."""
 
@@ -82,7 +82,7 @@ class World:
                           promised_devices(groups, snapshot.claims), self.namespace_labels, now, invalid=invalid)
 
     # ----- what the operator's admissions and the groups' ends do --------------------------------------
-    def admitted(self, group: GroupView, admit: Admit, now: dt.datetime) -> World:
+    def admitted(self, group: GroupView, admit: Admit, now: dt.datetime) -> SimulatedCluster:
         """The group's PodGroup records the admission (phase Admitted, charge, plan), as the operator writes it."""
         base = group.pod_group or PodGroup(group.namespace, group.name, group.min_member, group.queue, group.priority)
         record = replace(base, phase=Phase.ADMITTED, charge=admit.charge, borrowed=admit.borrowed,
@@ -91,7 +91,7 @@ class World:
         created.setdefault(group.key, group.created)
         return replace(self, pod_groups=(*(g for g in self.pod_groups if g.key != group.key), record), created=created)
 
-    def finished(self, group_key: str) -> World:
+    def finished(self, group_key: str) -> SimulatedCluster:
         """The group ran to its end: its pods, the claims made for them from templates, and its PodGroup
         go; a claim the pods named directly is deallocated once no remaining pod uses it."""
         namespace, _, name = group_key.partition("/")
@@ -107,22 +107,22 @@ class World:
         return replace(self, models=models, pod_groups=tuple(g for g in self.pod_groups if g.key != group_key))
 
     # ----- changes asked for -----------------------------------------------------------------------------
-    def with_models(self, added: Iterable[Model]) -> World:
+    def with_models(self, added: Iterable[Model]) -> SimulatedCluster:
         """Objects added (new nodes and their slices, new workloads); one with the key of an existing
         object of the same kind replaces it."""
         new = list(added)
         keys = {(type(m), _key(m)) for m in new}
         return replace(self, models=(*(m for m in self.models if (type(m), _key(m)) not in keys), *new))
 
-    def with_pod_groups(self, added: Iterable[PodGroup], created: Mapping[str, str]) -> World:
+    def with_pod_groups(self, added: Iterable[PodGroup], created: Mapping[str, str]) -> SimulatedCluster:
         new = list(added)
         keys = {g.key for g in new}
         return replace(self, pod_groups=(*(g for g in self.pod_groups if g.key not in keys), *new),
                        created={**self.created, **created})
 
-    def without_nodes(self, names: Sequence[str], *, drain: bool) -> tuple[World, tuple[str, ...]]:
+    def without_nodes(self, names: Sequence[str], *, drain: bool) -> tuple[SimulatedCluster, tuple[str, ...]]:
         """Nodes removed (the Node, its slices and the pods bound to it go) or drained (cordoned, its pods
-        evicted). Returns the changed world and the keys of the groups that had a member there: they end."""
+        evicted). Returns the changed cluster and the keys of the groups that had a member there: they end."""
         missing = sorted(set(names) - set(self.node_names))
         if missing:
             raise InvalidInput("node", ", ".join(missing), "no such Node in the snapshot (nodes: "
@@ -131,11 +131,11 @@ class World:
         hit = sorted({f"{p.namespace}/{p.labels[_GROUP]}" for p in self.pods
                       if p.node_name in wanted and _GROUP in p.labels}
                      | {g.key for g in self.pod_groups if g.holds_quota and any(n in wanted for _, n in g.plan.nodes)})
-        world = self
+        cluster = self
         for key in hit:
-            world = world.finished(key)
+            cluster = cluster.finished(key)
         models: list[Model] = []
-        for m in world.models:
+        for m in cluster.models:
             if isinstance(m, Pod) and m.node_name in wanted:
                 continue
             if isinstance(m, Node) and m.name in wanted:
@@ -145,9 +145,9 @@ class World:
             if isinstance(m, ResourceSlice) and m.node_name in wanted and not drain:
                 continue
             models.append(m)
-        return replace(world, models=tuple(models)), tuple(hit)
+        return replace(cluster, models=tuple(models)), tuple(hit)
 
-    def with_quota(self, cluster_queue: str, unit: str, amount: str) -> World:
+    def with_quota(self, cluster_queue: str, unit: str, amount: str) -> SimulatedCluster:
         """A ClusterQueue's nominal quota of a unit set (added when the queue had none of that unit)."""
         try:
             nominal = parse_quantity(amount)
