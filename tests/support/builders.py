@@ -293,8 +293,9 @@ def quota(unit: str, nominal: str | int, borrowing: str | int | None = None,
 
 
 def cluster_queue(name: str, *quotas: dict[str, Any], cohort: str | None = None, strategy: str | None = None,
-                  namespace_selector: Mapping[str, Any] | None = None) -> Manifest:
-    """A ClusterQueue with the `quota(...)` entries given."""
+                  namespace_selector: Mapping[str, Any] | None = None,
+                  status: Mapping[str, Any] | None = None) -> Manifest:
+    """A ClusterQueue with the `quota(...)` entries given; `status` as the operator writes it."""
     spec: dict[str, Any] = {}
     if cohort is not None:
         spec["cohort"] = cohort
@@ -304,7 +305,10 @@ def cluster_queue(name: str, *quotas: dict[str, Any], cohort: str | None = None,
         spec["queueingStrategy"] = str(strategy)
     if namespace_selector is not None:
         spec["namespaceSelector"] = dict(namespace_selector)
-    return draq_object("ClusterQueue", name, spec)
+    manifest = draq_object("ClusterQueue", name, spec)
+    if status is not None:
+        manifest["status"] = dict(status)
+    return manifest
 
 
 def local_queue(name: str, cluster_queue: str, namespace: str = NAMESPACE) -> Manifest:

@@ -4,28 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.core.labels import API_VERSION, MANAGED_LABEL
+from admission.core.labels import MANAGED_LABEL
 from admission.operator import Operator, OperatorSettings
+from tests.support import builders as b
 from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import GPU_CLASS, NS, gang, gpu_node
 
 
 def queues(gpus: int) -> list[dict[str, Any]]:
-    unit = {"apiVersion": API_VERSION, "kind": "QuotaUnit", "metadata": {"name": "gpus"},
-            "spec": {"devices": {"deviceClassNames": ["gpu"]}}}
-    cluster_queue = {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": "main"},
-                     "spec": {"quotas": [{"unit": "gpus", "nominal": gpus}]}}
-    local_queue = {"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": NS},
-                   "spec": {"clusterQueue": "main"}}
-    return [unit, cluster_queue, local_queue]
+    return [b.quota_unit("gpus", devices={"deviceClassNames": ["gpu"]}),
+            b.cluster_queue("main", b.quota("gpus", gpus)), b.local_queue("lq", "main", NS)]
 
 
 def cluster(nodes: int = 2, gpus: int = 8) -> FakeApi:
     """`nodes` nodes of 4 GPUs, a ClusterQueue `main` with `gpus` GPUs, LocalQueue `team/lq`."""
     api = FakeApi()
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": {MANAGED_LABEL: "true"}}}
-    api.add(namespace, GPU_CLASS, *queues(gpus))
+    api.add(b.namespace(NS, {MANAGED_LABEL: "true"}), GPU_CLASS, *queues(gpus))
     for i in range(nodes):
         api.add(*gpu_node(f"node-{i}"))
     return api

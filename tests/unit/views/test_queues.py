@@ -8,24 +8,18 @@ from typing import Any
 import pytest
 
 from admission.core.errors import DraqError
-from admission.core.labels import API_VERSION
 from admission.core.views import queue_report, render_queues
+from tests.support import builders as b
 
 
 def cluster_queue(name: str, nominal: int, cohort: str | None = None, lending: int | None = None,
                   status: dict[str, Any] | None = None) -> dict[str, Any]:
-    quota: dict[str, Any] = {"unit": "gpus", "nominal": nominal}
-    if lending is not None:
-        quota["lendingLimit"] = lending
-    spec: dict[str, Any] = {"quotas": [quota], **({"cohort": cohort} if cohort else {})}
-    return {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec,
-            "status": status or {}}
+    return b.cluster_queue(name, b.quota("gpus", nominal, lending=lending), cohort=cohort, status=status or {})
 
 
 def pod_group(name: str, queue: str, phase: str, gpus: int) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "PodGroup", "metadata": {"name": name, "namespace": "team"},
-            "spec": {"minMember": 1, "queue": "lq"},
-            "status": {"phase": phase, "clusterQueue": queue, "charge": [{"unit": "gpus", "amount": str(gpus)}]}}
+    return b.pod_group(name, 1, "lq", namespace="team", status={
+        "phase": phase, "clusterQueue": queue, "charge": [{"unit": "gpus", "amount": str(gpus)}]})
 
 
 ACTIVE = {"pendingGroups": 3, "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}]}

@@ -11,9 +11,10 @@ import pytest
 from admission.cli import queues as queues_cli
 from admission.cli import why as why_cli
 from admission.core.errors import DraqError, InvalidInput
-from admission.core.labels import API_VERSION, GROUP_LABEL, QUEUE_LABEL
+from admission.core.labels import GROUP_LABEL
 from admission.core.views import why
 from admission.kube.client import KubeApiError
+from tests.support import builders as b
 from tests.support.fake_api import FakeApi
 
 from .test_queues import GROUPS, QUEUES
@@ -23,8 +24,7 @@ WAITING = ("ClusterQueue research: unit gpus: 16 in use of nominal 16, needs 4, 
 
 
 def pod_group(name: str, status: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "PodGroup", "metadata": {"name": name, "namespace": "research"},
-            "spec": {"minMember": 2, "queue": "training"}, "status": status}
+    return b.pod_group(name, 2, "training", namespace="research", status=status)
 
 
 def pending(name: str) -> dict[str, Any]:
@@ -34,9 +34,7 @@ def pending(name: str) -> dict[str, Any]:
 
 
 def pod(name: str, group: str | None) -> dict[str, Any]:
-    labels = {QUEUE_LABEL: "training", **({GROUP_LABEL: group} if group else {})}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "research", "labels": labels},
-            "spec": {"containers": [{"name": "main", "image": "x"}]}}
+    return b.pod(name, "research", queue="training", group=group, image="x")
 
 
 def test_a_waiting_group_in_its_conditions_words() -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from admission.core.labels import API_GROUP, API_GROUP_VERSION, QUEUE_LABEL
 from admission.core.review import GatingPolicy, validate
 from admission.core.review.envelope import GroupVersionKind
+from tests.support import builders as b
 
 from .builders import CLAIM, CLAIM_TEMPLATE, FakeLookups, cluster, request
 
-QUOTA_UNIT = GroupVersionKind("draq.io", "v1alpha1", "QuotaUnit")
+QUOTA_UNIT = GroupVersionKind(API_GROUP, API_GROUP_VERSION, "QuotaUnit")
 GPU_CLASS = "gpu.example.com"
 
 
@@ -17,45 +19,28 @@ def unit(name: str = "gpus", selector: str | None = None) -> dict[str, Any]:
     devices: dict[str, Any] = {"deviceClassNames": [GPU_CLASS]}
     if selector is not None:
         devices["selector"] = selector
-    return {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": name},
-            "spec": {"devices": devices}}
+    return b.quota_unit(name, devices=devices)
 
 
 def with_quota(nominal: int, cohort: str | None = None, borrowing: int | None = None) -> FakeLookups:
     lookups = cluster()
     lookups.units["gpus"] = unit()
-    lookups.device_classes[GPU_CLASS] = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                                         "metadata": {"name": GPU_CLASS}, "spec": {}}
-    quota: dict[str, Any] = {"unit": "gpus", "nominal": nominal}
-    if borrowing is not None:
-        quota["borrowingLimit"] = borrowing
-    spec: dict[str, Any] = {"quotas": [quota]}
-    if cohort:
-        spec["cohort"] = cohort
-    lookups.cluster_queues["cq"] = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
-                                    "metadata": {"name": "cq"}, "spec": spec}
+    lookups.device_classes[GPU_CLASS] = b.device_class(GPU_CLASS)
+    lookups.cluster_queues["cq"] = b.cluster_queue("cq", b.quota("gpus", nominal, borrowing), cohort=cohort)
     return lookups
 
 
-def claim_spec(count: int = 1, selector: str | None = None) -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": GPU_CLASS, "count": count}
-    if selector is not None:
-        exactly["selectors"] = [{"cel": {"expression": selector}}]
-    return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
+def gpus(count: int, selector: str | None = None) -> dict[str, Any]:
+    return b.exactly("gpu", GPU_CLASS, count, selector=selector)
 
 
 def claim(count: int = 1, selector: str | None = None, namespace: str = "team-a",
           queue: str | None = "gpu") -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": "c", "namespace": namespace}
-    if queue:
-        metadata["labels"] = {"draq.io/queue": queue}
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": metadata,
-            "spec": claim_spec(count, selector)}
+    return b.claim("c", gpus(count, selector), namespace=namespace, labels={QUEUE_LABEL: queue} if queue else None)
 
 
 def template(count: int, namespace: str = "team-b") -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "t", "namespace": namespace}, "spec": {"spec": claim_spec(count)}}
+    return b.template("t", gpus(count), namespace=namespace)
 
 
 def check(kind: GroupVersionKind, obj: dict[str, Any], lookups: FakeLookups):  # type: ignore[no-untyped-def]
