@@ -478,7 +478,9 @@ def test_installed_chart_runs_draq_with_only_its_rights_and_survives_an_upgrade(
         held = until("the Job held evicted for not binding in time", lambda: pod_group(api, work, "held"),
                      accept=lambda g: bool((g.get("status") or {}).get("suspendedJobs")), timeout=90)
         assert held["status"]["suspendedJobs"] == ["held"]
-        assert client.BatchV1Api(api).read_namespaced_job("held", work).spec.suspend is True
+        # The record is written before the Job is suspended, so the suspension may still be on its way.
+        until("the Job held suspended", lambda: client.BatchV1Api(api).read_namespaced_job("held", work),
+              accept=lambda j: j.spec.suspend is True, timeout=15)
         until("the bare pod lonely deleted by its eviction", lambda: [
             p for p in core.list_namespaced_pod(work).items if p.metadata.name == "lonely"] == [], timeout=90)
         lonely = pod_group(api, work, "lonely")
