@@ -32,7 +32,12 @@ from admission.core.nodefit import (
     PodFit,
     resource_reasons,
 )
-from admission.core.nodefit.extended import NotWholeDevices, extended_claim_name, extended_requests
+from admission.core.nodefit.extended import (
+    EXTENDED_CLAIM_ENTRY,
+    NotWholeDevices,
+    extended_claim_name,
+    extended_requests,
+)
 
 DEFAULT_MAX_BACKTRACKS = 16
 DEVICES_UNFIT = "cannot allocate all claims"  # the scheduler's DRA filter, in its words
@@ -208,7 +213,101 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
         states.pop()
         cursors.pop()
     final = states[-1]
+    order_problem = _order_dependence(search, members, final, base)
+    if order_problem is not None:
+        return GangPlan(False, dict(final.placements), dict(final.allocations), order_problem)
     return GangPlan(True, dict(final.placements), dict(final.allocations))
+
+
+def _device_shape(claims: Sequence[ResourceClaim]) -> str:
+    """What a member asks of a node's devices: its claims' specs, shared (named) claims by key, and
+    what is already allocated."""
+    return repr([(c.spec, c.key if "/" not in c.name else None, c.allocation) for c in claims])
+
+
+def _order_dependence(search: _Search, members: Sequence[GangMember], final: _State, base: Usage) -> str | None:
+    """Why the plan may not be what the scheduler does, or None.
+
+    The scheduler places members one at a time, first fit, and never revisits earlier pods' devices. In
+    which order it takes members sharing a node is not draq's to choose (its queue orders by priority,
+    then by when it first saw each pod; released one by one, they may also come in release order). Where
+    members on one node ask for different devices, every order they can come in is allocated on that node
+    next to what else the plan holds; members asking for the same devices give the same result in any
+    order and are not checked."""
+    allocator = search.allocator
+    by_node: dict[str, list[GangMember]] = {}
+    for member in members:
+        if member.claims or (member.fit is not None and search.dra_extended):
+            by_node.setdefault(final.placements[member.key], []).append(member)
+    for node, placed in by_node.items():
+        shapes = [_device_shape(m.claims) for m in placed]
+        if len(set(shapes)) < 2:
+            continue
+        own = {c.key for m in placed for c in m.claims if c.allocation is None}
+        first_holder = _claim_allocators(members, final)
+        local = {key for key in own if first_holder.get(key) == node}
+        local.update(f"{m.key}/{EXTENDED_CLAIM_ENTRY}" for m in placed)
+        fixed = {key: a for key, a in final.allocations.items() if key not in local}
+        orders = _distinct_orders(shapes, MAX_ORDERS_CHECKED + 1)
+        if len(orders) > MAX_ORDERS_CHECKED:
+            return (f"pods {', '.join(m.key for m in placed)} would share node {node} with different device "
+                    f"requests, in more orders than draq checks ({MAX_ORDERS_CHECKED}); the scheduler places "
+                    "them one by one in its own order and does not revisit earlier pods' devices")
+        for order in orders:
+            usage = base.copy()
+            for allocation in fixed.values():
+                usage.add(allocation, allocator.gates)
+            allocations = dict(fixed)
+            for at in order:
+                member = placed[at]
+                claims = [_with_known_allocation(c, allocations) for c in member.claims]
+                _, extended = _node_check(search, member, node, NodeUsage())
+                outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], usage)
+                if not outcome.allocatable:
+                    taken = " then ".join(placed[i].key for i in order)
+                    return (f"pod {member.key} may not fit on node {node} if the scheduler takes the pods planned "
+                            f"there in the order {taken}: they ask for different devices, and the scheduler "
+                            "places pods one by one, first fit, without revisiting earlier pods' devices")
+                for key, allocation in outcome.allocations.items():
+                    usage.add(allocation, allocator.gates)
+                    allocations[key] = allocation
+    return None
+
+
+MAX_ORDERS_CHECKED = 128
+
+
+def _claim_allocators(members: Sequence[GangMember], final: _State) -> dict[str, str]:
+    """Claim key -> the node of the first member (in placement order) that uses it."""
+    found: dict[str, str] = {}
+    for member in members:
+        for claim in member.claims:
+            found.setdefault(claim.key, final.placements[member.key])
+    return found
+
+
+def _distinct_orders(shapes: Sequence[str], limit: int) -> list[tuple[int, ...]]:
+    """Orders of the positions that differ in their sequence of shapes (pods of one shape are
+    interchangeable), at most `limit` of them."""
+    orders: list[tuple[int, ...]] = []
+    remaining: dict[str, list[int]] = {}
+    for at, shape in enumerate(shapes):
+        remaining.setdefault(shape, []).append(at)
+
+    def extend(prefix: list[int]) -> None:
+        if len(orders) >= limit:
+            return
+        if len(prefix) == len(shapes):
+            orders.append(tuple(prefix))
+            return
+        for positions in remaining.values():
+            if positions:
+                at = positions.pop(0)
+                extend([*prefix, at])
+                positions.insert(0, at)
+
+    extend([])
+    return orders
 
 
 def _candidates(search: _Search, member: GangMember, node_names: list[str],
