@@ -236,11 +236,14 @@ def _order_dependence(search: _Search, members: Sequence[GangMember], final: _St
     order and are not checked."""
     allocator = search.allocator
     by_node: dict[str, list[GangMember]] = {}
+    extended_of: dict[str, ResourceClaim | None] = {}
     for member in members:
-        if member.claims or (member.fit is not None and search.dra_extended):
-            by_node.setdefault(final.placements[member.key], []).append(member)
+        node = final.placements[member.key]
+        extended_of[member.key] = _node_check(search, member, node, NodeUsage())[1] if search.dra_extended else None
+        if member.claims or extended_of[member.key] is not None:
+            by_node.setdefault(node, []).append(member)
     for node, placed in by_node.items():
-        shapes = [_device_shape(m.claims) for m in placed]
+        shapes = [_device_shape([*m.claims, *(c for c in [extended_of[m.key]] if c is not None)]) for m in placed]
         if len(set(shapes)) < 2:
             continue
         own = {c.key for m in placed for c in m.claims if c.allocation is None}
@@ -261,7 +264,7 @@ def _order_dependence(search: _Search, members: Sequence[GangMember], final: _St
             for at in order:
                 member = placed[at]
                 claims = [_with_known_allocation(c, allocations) for c in member.claims]
-                _, extended = _node_check(search, member, node, NodeUsage())
+                extended = extended_of[member.key]
                 outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], usage)
                 if not outcome.allocatable:
                     taken = " then ".join(placed[i].key for i in order)
