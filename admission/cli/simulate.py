@@ -22,6 +22,7 @@ from admission.core.features import SUPPORTED_VERSIONS, FeatureGates, gates_for,
 from admission.core.models import DeviceClass, Model, parse_object
 from admission.core.simulate import (
     DEFAULT_RUN_TIME,
+    RUN_TIME_ANNOTATION,
     Fate,
     Loaded,
     NodePlan,
@@ -69,7 +70,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("simulation")
     run.add_argument("--run-time", default=format_duration(DEFAULT_RUN_TIME), metavar="DURATION",
                      help="how long a group runs when neither it nor its pods declare it with the annotation "
-                     "draq.io/run-time (e.g. 30m, 2h, never; default: %(default)s)")
+                     f"{RUN_TIME_ANNOTATION} (e.g. 30m, 2h, never; default: %(default)s)")
     run.add_argument("--horizon", metavar="DURATION", help="simulate no further than this (default: until the "
                      "queue drains or nothing changes)")
     run.add_argument("--start", metavar="TIME", help="the snapshot's time, RFC 3339 (default: now)")
