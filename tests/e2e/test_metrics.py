@@ -409,3 +409,51 @@ def test_queue_figures_and_the_gpu_join_have_the_workloads_numbers(stack: Stack)
     assert joined[n.cq_a] == 4 and joined[n.cq_b] == 12  # every allocated GPU found its telemetry
     assert (prometheus.value('sum(draq_webhook_denials_total{webhook="validate", kind="Pod", '
                              'operation="CREATE"})') or 0) >= 1
+
+
+def gap_report(control_plane: ControlPlane, *args: str) -> dict[str, Any]:
+    """`draq gaps -o json` over the whole cluster (the metrics are cluster-wide too)."""
+    result = subprocess.run([sys.executable, "-m", "admission.cli.main", "gaps", "--kubeconfig",
+                             str(control_plane.kubeconfig), "-o", "json", *args],
+                            capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def test_native_quota_gaps_reach_the_metrics(control_plane: ControlPlane, stack: Stack) -> None:
+    """Last in this file. In the workload's namespace, a claim for 2 GPUs that no pod uses, then a
+    ResourceQuota of 6 GPUs of the class: its two ClusterQueues give the namespace 8 each (NativeQuotaLimit
+    2 + 2 in the test's unit), and the quota counts every claim from its creation while the namespace holds
+    16 (NativeQuotaCounts: the spare claim's 2, and the gated a2's 4 if its claim exists). The operator's
+    metrics show both, as `draq gaps` reports them over the same cluster."""
+    prometheus, n = stack.prometheus, stack.names
+    resource = f"{GPU_CLASS}.deviceclass.resource.k8s.io/devices"
+    apply(control_plane, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                          "metadata": {"name": "spare", "namespace": stack.namespace},
+                          "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                              "deviceClassName": GPU_CLASS, "count": 2}}]}}})
+    apply(control_plane, {"apiVersion": "v1", "kind": "ResourceQuota",
+                          "metadata": {"name": "gpus", "namespace": stack.namespace},
+                          "spec": {"hard": {resource: "6"}}})
+    used = int(until("the quota controller to count the namespace's claims", lambda: json.loads(
+        control_plane.kubectl("get", "resourcequota", "gpus", "-n", stack.namespace, "-o", "json").stdout).get(
+        "status", {}).get("used", {}).get(resource), accept=lambda u: int(u) >= 18, timeout=60))
+    assert used in (18, 22)  # held 16 (a1 4, b1 8, b2 4), the spare claim 2, a2's claim 4 once it exists
+
+    limit = f'draq_accounting_gap_size{{kind="NativeQuotaLimit", measure="{n.gpus}"}}'
+    until("the NativeQuotaLimit gap to be scraped", lambda: prometheus.value(limit), accept=lambda v: v == 4,
+          timeout=90)
+    assert (prometheus.value('draq_accounting_gaps{kind="NativeQuotaLimit"}') or 0) >= 2
+
+    ours = gap_report(control_plane, "--kind", "NativeQuotaCounts", "--namespace", stack.namespace)
+    assert [(g["measure"], g["size"]) for g in ours["gaps"]] == [(resource, str(used - 16))]
+    counts = f'draq_accounting_gap_size{{kind="NativeQuotaCounts", measure="{resource}"}}'
+
+    def metric_and_report() -> tuple[float | None, float]:
+        report = gap_report(control_plane, "--kind", "NativeQuotaCounts")
+        return prometheus.value(counts), sum(abs(float(g["size"])) for g in report["gaps"]
+                                             if g["measure"] == resource)
+
+    until("the NativeQuotaCounts metric to be what draq gaps reports", metric_and_report,
+          accept=lambda v: v[0] is not None and v[0] == v[1] and v[0] >= used - 16, timeout=90)
