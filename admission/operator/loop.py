@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from admission.core.cycle import (
     Admit,
+    GroupDecision,
     GroupView,
     Wait,
     admitted_event,
@@ -58,6 +59,8 @@ from admission.operator.unit_status import UnitStatusWriter
 from admission.operator.writer import Writer
 
 log = logging.getLogger(__name__)
+WRITE_CONCURRENCY = 16
+"""Groups whose decisions are written at the same time (each group's own writes stay in order)."""
 
 
 class Operator:
@@ -204,19 +207,30 @@ class Operator:
         result = run_cycle(reading.cycle)
         preemptions = plan_preemptions(reading.cycle, result)
         groups = {g.key: g for g in reading.cycle.groups}
-        for decision in result.decisions:
+        gate = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+        async def write(decision: GroupDecision) -> None:
             group = groups[decision.group]
-            try:
-                if isinstance(decision, Admit):
-                    await self._admit(reading, group, decision)
-                elif isinstance(decision, Extend):
-                    await self._extend(reading, group, decision)
-                elif isinstance(decision, LateWait):
-                    await self._report_late_wait(reading, group, decision)
-                else:
-                    await self._report_wait(reading, group, preemptions.waits.get(decision.group, decision))
-            except KubeApiError as err:
-                self._group_failed(group, err)
+            async with gate:
+                try:
+                    if isinstance(decision, Admit):
+                        await self._admit(reading, group, decision)
+                    elif isinstance(decision, Extend):
+                        await self._extend(reading, group, decision)
+                    elif isinstance(decision, LateWait):
+                        await self._report_late_wait(reading, group, decision)
+                    else:
+                        await self._report_wait(reading, group, preemptions.waits.get(decision.group, decision))
+                except KubeApiError as err:
+                    self._group_failed(group, err)
+
+        # Groups are written side by side; within a group the order stays record first, then release.
+        try:
+            async with asyncio.TaskGroup() as writing:
+                for decision in result.decisions:
+                    writing.create_task(write(decision))
+        except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
+            raise failed.exceptions[0] from None
         if preemptions.preempts:
             await self.evictor.preempt(reading, preemptions, now)
         await self._write_queue_status(reading, result.state, result.waiting)
