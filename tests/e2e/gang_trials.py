@@ -1,9 +1,12 @@
 """Random but realistic gang trials for the group-level differential test.
 
-A trial is a handful of GPU nodes (some tainted, some short of cpu, some partly taken by unmanaged
-pods that hold GPUs) and a handful of gated groups of 2–6 members with GPU templates or a shared claim,
-cpu/memory requests that do and do not fit, tolerations and zone affinity. Everything of a trial
-carries its id (node label `draq.io/trial`, pods select it), so trials never see each other's nodes.
+A trial is a handful of GPU nodes of 8 GPUs (some tainted, some short of cpu, some fragmented by
+unmanaged pods that hold part of their GPUs, some full) and a handful of gated groups of
+MIN_MEMBERS–MAX_MEMBERS members with GPU templates or a shared claim, cpu/memory requests that do and do
+not fit, tolerations and zone affinity. Everything of a trial carries its id (node label
+`draq.io/trial`, pods select it), so trials never see each other's nodes. With `native`, every member
+also names its group's Workload (`spec.workloadRef`), as the mutating webhook sets it where the
+cluster serves native gang scheduling.
 """
 
 from __future__ import annotations
@@ -13,11 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.native_gangs import workload_ref
 
 GPU_CLASS = "gpu.nvidia.com"
 TRIAL_LABEL = "draq.io/trial"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 TAINT = {"key": "dedicated", "value": "training", "effect": "NoSchedule"}
+MIN_MEMBERS, MAX_MEMBERS = 2, 8
+NODE_GPUS = 8  # the h100 profile
+# GPUs an unmanaged pod holds on a node before the groups arrive: free, fragmented, or full.
+FILLER_GPUS = (0, 0, 2, 3, 5, 7, NODE_GPUS)
 
 
 @dataclass
@@ -40,7 +48,7 @@ class TrialGroup:
     zone: str | None
     shared: bool  # all members use one claim instead of one each
 
-    def manifests(self, namespace: str, trial: str) -> list[dict[str, Any]]:
+    def manifests(self, namespace: str, trial: str, native: bool = False) -> list[dict[str, Any]]:
         request = {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": self.gpus}}
         if self.shared:
             holder: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -52,15 +60,21 @@ class TrialGroup:
                       "metadata": {"name": f"{self.name}-gpus", "namespace": namespace},
                       "spec": {"spec": {"devices": {"requests": [request]}}}}
             entry = {"name": "gpus", "resourceClaimTemplateName": f"{self.name}-gpus"}
-        return [holder] + [self._pod(namespace, trial, i, entry) for i in range(self.size)]
+        return [holder] + [self._pod(namespace, trial, i, entry, native) for i in range(self.size)]
 
-    def _pod(self, namespace: str, trial: str, index: int, entry: dict[str, str]) -> dict[str, Any]:
+    @property
+    def members(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.size)]
+
+    def _pod(self, namespace: str, trial: str, index: int, entry: dict[str, str], native: bool) -> dict[str, Any]:
         spec: dict[str, Any] = {
             "schedulingGates": [{"name": GATE}], "nodeSelector": {TRIAL_LABEL: trial},
             "containers": [{"name": "main", "image": "registry.example/train:1",
                             "resources": {"requests": {"cpu": self.cpu, "memory": self.memory},
                                           "claims": [{"name": "gpus"}]}}],
             "resourceClaims": [entry]}
+        if native:
+            spec["workloadRef"] = workload_ref(self.name)
         if self.tolerates:
             spec["tolerations"] = [{"key": TAINT["key"], "operator": "Equal", "value": TAINT["value"],
                                     "effect": TAINT["effect"]}]
@@ -82,20 +96,24 @@ class Trial:
     groups: list[TrialGroup] = field(default_factory=list)
 
 
-def generate(seed: int, node_count: int = 4, group_count: int = 5) -> Trial:
+def generate(seed: int, node_count: int = 6, group_count: int = 5) -> Trial:
     rng = random.Random(seed)
     trial = Trial(seed, f"g{seed}")
     for i in range(node_count):
         trial.nodes.append(TrialNode(
-            name=f"{trial.id}-n{i}", zone=rng.choice(("a", "b")), cpu=rng.choice(("16", "48", "96")),
-            tainted=rng.random() < 0.3, filler_gpus=rng.choice((0, 0, 2, 3, 5))))
+            name=f"{trial.id}-n{i}", zone=rng.choice(("a", "b")), cpu=rng.choice(("16", "48", "96", "96")),
+            tainted=rng.random() < 0.25, filler_gpus=rng.choice(FILLER_GPUS)))
     for i in range(group_count):
         shared = rng.random() < 0.15
-        size = rng.randint(2, 6)
+        size = rng.randint(MIN_MEMBERS, MAX_MEMBERS)
+        # Large groups mostly ask for less per member, so that some of them fit on a trial's nodes.
+        large = size > 4
+        per_member = (1, 1, 2, 2, 4, 8) if large else (1, 2, 2, 4, 4, 6, 8)
+        cpus = ("1", "4", "8", "24") if large else ("1", "4", "8", "24", "40")
         trial.groups.append(TrialGroup(
             name=f"{trial.id}-grp{i}", size=size,
-            gpus=rng.choice((1, 2, 4)) if shared else rng.choice((1, 2, 2, 4, 4, 6, 8)),
-            cpu=rng.choice(("1", "4", "8", "24", "40")), memory=rng.choice(("1Gi", "16Gi", "64Gi", "300Gi")),
+            gpus=rng.choice((1, 2, 4)) if shared else rng.choice(per_member),
+            cpu=rng.choice(cpus), memory=rng.choice(("1Gi", "16Gi", "64Gi", "300Gi")),
             tolerates=rng.random() < 0.5, zone=rng.choice(("a", "b")) if rng.random() < 0.3 else None,
             shared=shared))
     return trial

@@ -4,29 +4,57 @@ places the released pods with no test-side pinning.
 For every admitted group every member must be bound on the node draq planned. For every group draq
 keeps waiting, the test releases it without draq (removing the gate by hand, one group at a time) and
 checks that the scheduler cannot bind all of its members at once either. Trials come from
-`tests/e2e/gang_trials.py`, seeded from DRAQ_DIFF_SEED (fixed by default; printed).
+`tests/e2e/gang_trials.py`, seeded from DRAQ_DIFF_SEED (fixed by default, so in CI; printed).
+
+With DRAQ_ALPHA_GANGS=1 (`make e2e-alpha`) the same trials run once more on a second control plane
+with native gang scheduling on (Kubernetes 1.35 alpha gates GenericWorkload and GangScheduling, and
+the alpha DRA gates too when DRAQ_ALPHA_DRA=1): every member names its group's Workload, as the
+webhook sets it there; draq creates the Workload when it releases a group, and the test creates it
+itself when it releases a waiting group by hand.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from admission.core.labels import GATE
+from admission.core.native_gangs import workload, workload_name
+from admission.localcluster import build
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from tests.e2e import gang_trials
-from tests.e2e.gang_trials import TAINT, TRIAL_LABEL, ZONE_LABEL, Trial
+from tests.e2e.gang_trials import MAX_MEMBERS, MIN_MEMBERS, TAINT, TRIAL_LABEL, ZONE_LABEL, Trial, TrialGroup
 from tests.e2e.scenarios import seed_from_environment
 from tests.e2e.test_operator import RunningOperator, apply, crds, pod_group, queues, settings
 from tests.e2e.waiting import until
 
 __all__ = ["crds"]
-TRIALS = int(os.environ.get("DRAQ_GANG_TRIALS", "3"))
+TRIALS = int(os.environ.get("DRAQ_GANG_TRIALS", "10"))
 SETTLE = 25.0  # seconds the scheduler gets to bind a released group
+# A member waiting at the gang's Permit shows no condition: once another member is found unschedulable,
+# the rest get this long to be tried (each try at Permit activates the group's unschedulable members).
+NATIVE_GRACE = 3.0
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false")
+
+
+@dataclass
+class Outcome:
+    admitted: int
+    waiting: int
+    problems: list[str]
 
 
 def build_nodes(api: Any, nodesim: NodeSimulator, trial: Trial) -> None:
@@ -68,13 +96,37 @@ def verdicts(core: Any, namespace: str, members: list[str]) -> list[Any]:
     return [core.read_namespaced_pod(m, namespace) for m in members]
 
 
+def unschedulable(pod: Any) -> bool:
+    return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+               for c in pod.status.conditions or [])
+
+
 def settled(pods: list[Any]) -> bool:
     """Every member bound, or found unschedulable by the scheduler."""
-    def done(pod: Any) -> bool:
-        conditions = pod.status.conditions or []
-        return bool(pod.spec.node_name) or any(
-            c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable" for c in conditions)
-    return all(done(p) for p in pods)
+    return all(p.spec.node_name or unschedulable(p) for p in pods)
+
+
+def describe(pods: list[Any]) -> str:
+    """Each member's node, remaining gates and the scheduler's last word, for a disagreement's message."""
+    def one(pod: Any) -> str:
+        gates = [g.name for g in pod.spec.scheduling_gates or []]
+        said = [f"{c.reason}: {c.message}" for c in pod.status.conditions or [] if c.type == "PodScheduled"
+                and c.status == "False"]
+        return f"{pod.metadata.name} on {pod.spec.node_name or '-'}" + (f" gated {gates}" if gates else "") + (
+            f" ({said[0]})" if said else "")
+    return "; ".join(one(p) for p in pods)
+
+
+def remove(core: Any, namespace: str, pods: list[Any]) -> None:
+    """Delete a group's members, those still pending first: deleting a bound one frees room another member
+    could then be bound into while it is being deleted (with the alpha DRA gates on, a claim deallocated
+    under the scheduler's binding makes kube-scheduler 1.35 crash)."""
+    pending = [p.metadata.name for p in pods if not p.spec.node_name]
+    for names in (pending, [p.metadata.name for p in pods if p.spec.node_name]):
+        for name in names:
+            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        until("pods gone", lambda m=names: [p for p in core.list_namespaced_pod(namespace).items
+                                           if p.metadata.name in m], accept=lambda ps: not ps, timeout=60)
 
 
 def release_by_hand(core: Any, namespace: str, members: list[str]) -> None:
@@ -86,8 +138,25 @@ def release_by_hand(core: Any, namespace: str, members: list[str]) -> None:
             core.patch_namespaced_pod(name, namespace, [{"op": "remove", "path": f"/spec/schedulingGates/{index}"}])
 
 
+def scheduler_verdict(core: Any, namespace: str, group: TrialGroup, native: bool) -> list[Any]:
+    """The members once the scheduler has bound them all or cannot (within SETTLE seconds)."""
+    deadline = time.monotonic() + SETTLE
+    refused_at: float | None = None
+    pods = verdicts(core, namespace, group.members)
+    while not settled(pods) and time.monotonic() < deadline:
+        if native and any(unschedulable(p) for p in pods):
+            # A native gang binds all members or none: one member found unschedulable holds the others
+            # at Permit until the gang's timeout; none of them is bound meanwhile.
+            refused_at = refused_at or time.monotonic()
+            if time.monotonic() - refused_at > NATIVE_GRACE:
+                break
+        time.sleep(0.5)
+        pods = verdicts(core, namespace, group.members)
+    return pods
+
+
 def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, trial: Trial, namespace: str,
-              unique: str) -> list[str]:
+              native: bool) -> Outcome:
     core = client.CoreV1Api(api)
     build_nodes(api, nodesim, trial)
     place_fillers(control_plane, api, trial, namespace)
@@ -95,18 +164,18 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
     problems: list[str] = []
     try:
         for group in trial.groups:
-            apply(control_plane, *group.manifests(namespace, trial.id))
+            apply(control_plane, *group.manifests(namespace, trial.id, native=native))
         records = {g.name: until(f"draq's decision on {g.name}", lambda g=g: decided(api, namespace, g.name),
                                  timeout=90) for g in trial.groups}
         admitted = [g for g in trial.groups if records[g.name]["status"].get("phase") in ("Admitted", "Running")]
         for group in admitted:
             planned = {p["name"]: p["node"] for p in records[group.name]["status"]["plan"]["pods"]}
-            members = [f"{group.name}-{i}" for i in range(group.size)]
             try:
-                pods = until(f"{group.name} bound", lambda m=members: verdicts(core, namespace, m),
+                pods = until(f"{group.name} bound", lambda m=group.members: verdicts(core, namespace, m),
                              accept=lambda ps: all(p.spec.node_name for p in ps), timeout=60)
             except AssertionError:
-                problems.append(f"{group.name}: admitted by draq but not all bound by the scheduler")
+                problems.append(f"{group.name}: admitted by draq but not all bound by the scheduler: "
+                                f"{describe(verdicts(core, namespace, group.members))} (planned {planned})")
                 continue
             off = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name != planned[p.metadata.name]}
             if off:
@@ -116,34 +185,84 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
     assert running.error is None, running.error
     waiting = [g for g in trial.groups if g.name not in {a.name for a in admitted}]
     for group in waiting:
-        members = [f"{group.name}-{i}" for i in range(group.size)]
-        release_by_hand(core, namespace, members)
-        deadline = time.monotonic() + SETTLE
-        pods = verdicts(core, namespace, members)
-        while not settled(pods) and time.monotonic() < deadline:
-            time.sleep(0.5)
-            pods = verdicts(core, namespace, members)
+        if native:  # what draq would create on release
+            apply(control_plane, workload(namespace, group.name, group.size))
+        release_by_hand(core, namespace, group.members)
+        pods = scheduler_verdict(core, namespace, group, native)
         if all(p.spec.node_name for p in pods):
             reason = (records[group.name]["status"].get("conditions") or [{}])[0].get("message", "")
             problems.append(f"{group.name}: draq keeps it waiting ({reason}) but the scheduler bound every member")
-        for name in members:
-            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-        until(f"{group.name}'s pods gone", lambda m=members: [
-            p for p in core.list_namespaced_pod(namespace).items if p.metadata.name in m], accept=lambda ps: not ps,
-            timeout=60)
-    print(f"trial {trial.id} (seed {trial.seed}): {len(admitted)} admitted, {len(waiting)} waiting, "
-          f"{len(problems)} disagreements")
-    return problems
+        remove(core, namespace, verdicts(core, namespace, group.members))
+        if native:
+            client.CustomObjectsApi(api).delete_namespaced_custom_object(
+                "scheduling.k8s.io", "v1alpha1", namespace, "workloads", workload_name(group.name))
+    print(f"trial {trial.id} (seed {trial.seed}): {len(admitted)} admitted (members {[g.size for g in admitted]}), "
+          f"{len(waiting)} waiting (members {[g.size for g in waiting]}), {len(problems)} disagreements; "
+          f"GPUs held on its nodes before {[n.filler_gpus for n in trial.nodes]}")
+    return Outcome(len(admitted), len(waiting), problems)
+
+
+def differential(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
+                 native: bool) -> None:
+    seed = seed_from_environment()
+    started = time.monotonic()
+    queues(control_plane, namespace, unique, gpus=10_000)  # quota is never the limit here
+    outcomes = [run_trial(control_plane, api, nodesim, gang_trials.generate(seed * 1000 + index), namespace, native)
+                for index in range(TRIALS)]
+    problems = [p for o in outcomes for p in o.problems]
+    admitted, waiting = sum(o.admitted for o in outcomes), sum(o.waiting for o in outcomes)
+    print(f"\ngroup-level differential{' (native gangs)' if native else ''}: {TRIALS} trials from seed {seed}, "
+          f"{admitted + waiting} groups of {MIN_MEMBERS}-{MAX_MEMBERS} members ({admitted} admitted, "
+          f"{waiting} waiting), {len(problems)} disagreements, {time.monotonic() - started:.0f} s")
+    assert problems == [], "\n".join(problems)
 
 
 def test_the_scheduler_binds_exactly_the_groups_draq_admits_where_draq_planned(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
         crds: None) -> None:
-    seed = seed_from_environment()
-    queues(control_plane, namespace, unique, gpus=10_000)  # quota is never the limit here
-    problems: list[str] = []
-    for index in range(TRIALS):
-        trial = gang_trials.generate(seed * 1000 + index)
-        problems += run_trial(control_plane, api, nodesim, trial, namespace, unique)
-    print(f"\ngroup-level differential: {TRIALS} trials from seed {seed}, {len(problems)} disagreements")
-    assert problems == [], "\n".join(problems)
+    differential(control_plane, api, nodesim, namespace, unique, native=False)
+
+
+@dataclass
+class GangCluster:
+    control_plane: ControlPlane
+    api: Any
+    nodesim: NodeSimulator
+
+
+@pytest.fixture(scope="module")
+def gang_cluster(request: pytest.FixtureRequest) -> Iterator[GangCluster]:
+    """A second control plane with native gang scheduling on (and the alpha DRA gates with DRAQ_ALPHA_DRA)."""
+    if not _flag("DRAQ_ALPHA_GANGS"):
+        pytest.skip("native gang scheduling is alpha: set DRAQ_ALPHA_GANGS=1 (make e2e-alpha does)")
+    version = os.environ.get("DRAQ_KUBERNETES_VERSION") or None
+    if build.resolve_version(version).lstrip("v").startswith("1.34"):
+        pytest.skip("native gang scheduling needs Kubernetes 1.35 or later")
+    from tests.e2e.test_webhook import REPO
+
+    work_dir = Path(tempfile.mkdtemp(prefix="draq-e2e-gangs-"))
+    plane = ControlPlane(work_dir, version=version, alpha_dra=_flag("DRAQ_ALPHA_DRA"), alpha_gangs=True)
+    failed_before = request.session.testsfailed
+    plane.start()
+    try:
+        api = plane.client()
+        plane.kubectl("apply", "-f", str(REPO / "crds"))
+        plane.kubectl("wait", "--for=condition=Established", "crd/localqueues.draq.io", "crd/podgroups.draq.io",
+                      "crd/clusterqueues.draq.io", "crd/quotaunits.draq.io", "--timeout=60s")
+        with NodeSimulator(api) as sim:
+            sim.apply_device_classes()
+            yield GangCluster(plane, api, sim)
+    finally:
+        plane.stop()
+        if request.session.testsfailed > failed_before:
+            print(f"\nnative-gang control-plane logs kept in {plane.logs_dir}")
+        else:
+            shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def test_with_native_gangs_too(gang_cluster: GangCluster, unique: str) -> None:
+    plane = gang_cluster.control_plane
+    namespace = f"gd-{unique}"
+    plane.kubectl("create", "namespace", namespace)
+    plane.wait_for_service_account(namespace)
+    differential(plane, gang_cluster.api, gang_cluster.nodesim, namespace, unique, native=True)
