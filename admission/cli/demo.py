@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"control plane ready in {time.monotonic() - started:.1f}s", flush=True)
         simulator = _start_nodes(plane, layout, args.partitions)
         if not args.no_workloads:
-            draq = _start_draq(plane, args.kubernetes_version)
+            draq = start_draq(plane, args.kubernetes_version)
             _submit_workloads(plane)
             _watch(plane, args.once)
         elif not args.once:
@@ -112,7 +112,7 @@ def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool) -> Any:
     return sim
 
 
-def _start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
+def start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
     from admission.localcluster.controlplane import free_port
 
     plane.kubectl("apply", "-f", str(REPO / "crds"))

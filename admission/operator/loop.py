@@ -258,12 +258,13 @@ class Operator:
             raise
         log.info("admitted %s to %s: %s", group.key, admit.cluster_queue, admit.charge.describe())
         self._said.pop(group.key, None)
-        await self.writer.event(written, "Admitted", admitted_event(admit))
         await self._ensure_native_gang(reading, group)
         for pod in group.gated:
             await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
                                      admit.placements.get(pod.key))
         self.metrics.released(group, admit, self.clock.now())
+        # The Event tells what the record already says: it follows the release, off its critical path.
+        await self.writer.event(written, "Admitted", admitted_event(admit))
 
     async def _extend(self, reading: Reading, group: GroupView, grown: Extend) -> None:
         """Late members: the group's record grows first (charge, plan), then they are released pinned."""
@@ -273,11 +274,11 @@ class Operator:
         written = await self.writer.pod_group_status(group.namespace, group.name,
                                                      extended_status(grown, len(group.pods), borrowed), version)
         self._said.pop(f"late {group.key}", None)
-        await self.writer.event(written, LATE_CONDITION, late_admitted_event(grown))
         for pod in group.gated:
             if pod.key in grown.placements:
                 await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
                                          grown.placements[pod.key])
+        await self.writer.event(written, LATE_CONDITION, late_admitted_event(grown))
 
     async def _report_late_wait(self, reading: Reading, group: GroupView, wait: LateWait) -> None:
         if self._said.get(f"late {group.key}") == wait.message:

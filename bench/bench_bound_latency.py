@@ -1,0 +1,220 @@
+"""Creation-to-bound time of single-pod groups on the real control plane, without draq and with it.
+
+The local control plane (the one the e2e tests use) gets simulated H100 nodes. First, with no draq
+installed, N pods each with one 1-GPU claim (from a template) are created at once in a plain namespace,
+and the time from each pod's create request to the moment a watch sees it bound (spec.nodeName) is
+recorded. Then draq runs as in `draq demo` (operator and webhooks, its own ServiceAccount), and the
+same N pods are created in a namespace with a default queue: the webhook gates each pod, the operator
+admits it as a group of one and releases it, and the scheduler binds it. Both runs are on the same
+nodes, with room for all 2N pods.
+
+    .venv/bin/python bench/bench_bound_latency.py [--pods N] [--threads N]
+
+Goal: draq adds at most 50% to the median creation-to-bound time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, watch
+
+from admission.cli.demo import start_draq
+from admission.localcluster.controlplane import ControlPlane
+from admission.localcluster.nodesim import NodeSimulator
+
+GPU_CLASS = "gpu.nvidia.com"
+PLAIN, QUEUED = "plain", "queued"
+
+
+def queue_objects() -> str:
+    return f"""
+apiVersion: draq.io/v1alpha1
+kind: QuotaUnit
+metadata: {{name: bench-gpus}}
+spec: {{devices: {{deviceClassNames: [{GPU_CLASS}]}}}}
+---
+apiVersion: draq.io/v1alpha1
+kind: ClusterQueue
+metadata: {{name: bench}}
+spec: {{quotas: [{{unit: bench-gpus, nominal: 100000}}]}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {QUEUED}, labels: {{draq.io/default-queue: lq}}}}
+---
+apiVersion: draq.io/v1alpha1
+kind: LocalQueue
+metadata: {{name: lq, namespace: {QUEUED}}}
+spec: {{clusterQueue: bench}}
+"""
+
+
+def template(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "one-gpu", "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": 1}}]}}}}
+
+
+def pod(namespace: str, index: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p-{index:05d}", "namespace": namespace},
+            "spec": {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0,
+                     "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "100m"}, "claims": [{"name": "gpu"}]}}]}}
+
+
+class BoundWatch:
+    """The monotonic time at which each pod of a namespace was first seen bound."""
+
+    def __init__(self, api: Any, namespace: str) -> None:
+        self.core: Any = client.CoreV1Api(api)
+        self.namespace = namespace
+        self.bound: dict[str, float] = {}
+        self.released: dict[str, float] = {}  # first seen without scheduling gates
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> BoundWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _see(self, pod: Any) -> None:
+        name = pod.metadata.name
+        if not pod.spec.scheduling_gates and name not in self.released:
+            self.released[name] = time.monotonic()
+        if pod.spec.node_name and name not in self.bound:
+            self.bound[name] = time.monotonic()
+
+    def _list(self) -> str:
+        listing = self.core.list_namespaced_pod(self.namespace)
+        for pod in listing.items:
+            self._see(pod)
+        return str(listing.metadata.resource_version)
+
+    def _run(self) -> None:
+        version = self._list()
+        while not self._stop.is_set():
+            try:
+                stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+                    self.core.list_namespaced_pod, self.namespace, resource_version=version, timeout_seconds=5)
+                for event in stream:
+                    if event["type"] == "ERROR":  # e.g. 410 Gone: the version is too old, list again
+                        raise RuntimeError(str(event["raw_object"]))
+                    version = event["object"].metadata.resource_version
+                    self._see(event["object"])
+                    if self._stop.is_set():
+                        return
+            except Exception:  # the watch broke (API server busy, or the run is over): list again
+                if self._stop.is_set():
+                    return
+                time.sleep(0.2)
+                try:
+                    version = self._list()
+                except Exception:
+                    continue
+
+
+def timed_run(plane: ControlPlane, namespace: str, pods: int, threads: int,
+              timeout: float) -> tuple[list[float], list[float], float]:
+    """Create `pods` pods at once (from `threads` threads): per pod the seconds from its create request to
+    bound and to released (seen without gates), and the seconds the create requests took."""
+    api = plane.client()
+    core: Any = client.CoreV1Api(api)
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaimtemplates", template(namespace))
+    seen = BoundWatch(api, namespace).start()
+    time.sleep(1)  # the watch is open before the first pod
+    created: dict[str, float] = {}
+
+    def create(index: int) -> None:
+        manifest = pod(namespace, index)
+        created[manifest["metadata"]["name"]] = time.monotonic()
+        core.create_namespaced_pod(namespace, manifest)
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(pods)))
+    creating = time.monotonic() - start
+    while len(seen.bound) < pods and time.monotonic() - start < timeout:
+        time.sleep(0.2)
+    seen.stop()
+    if len(seen.bound) < pods:
+        raise RuntimeError(f"{namespace}: only {len(seen.bound)} of {pods} pods bound within {timeout:.0f}s")
+    return ([seen.bound[name] - at for name, at in created.items()],
+            [seen.released.get(name, seen.bound[name]) - at for name, at in created.items()], creating)
+
+
+def figures(latencies: list[float]) -> str:
+    ordered = sorted(latencies)
+    p90 = ordered[int(0.9 * (len(ordered) - 1))]
+    return (f"median {statistics.median(ordered):.2f} s, p90 {p90:.2f} s, "
+            f"range {ordered[0]:.2f}-{ordered[-1]:.2f} s")
+
+
+def describe(label: str, run: tuple[list[float], list[float], float]) -> str:
+    bound, released, creating = run
+    return (f"{label}: creation to bound {figures(bound)}; creation to released {figures(released)}; "
+            f"create requests took {creating:.1f} s; load {os.getloadavg()[0]:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--keep", action="store_true", help="keep the control plane's directory (logs)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="draq-bench-bound-"))
+    plane = ControlPlane(work)
+    draq = None
+    sim = None
+    try:
+        plane.start()
+        sim = NodeSimulator(plane.client())
+        sim.apply_device_classes()
+        nodes = -(-2 * args.pods // 8)
+        for n in range(nodes):
+            sim.add_node(f"h100-{n:04d}", "h100")
+        sim.start()
+        plane.kubectl("create", "namespace", PLAIN)
+        plane.wait_for_service_account(PLAIN)
+        without = timed_run(plane, PLAIN, args.pods, args.threads, args.timeout)
+        print(describe(f"{args.pods} pods x one 1-GPU claim, {nodes} nodes x 8 GPUs, without draq", without),
+              flush=True)
+        draq = start_draq(plane, None)
+        plane.kubectl("apply", "-f", "-", input=queue_objects())
+        plane.wait_for_service_account(QUEUED)
+        time.sleep(2)  # the operator's caches have the queue
+        with_draq = timed_run(plane, QUEUED, args.pods, args.threads, args.timeout)
+        print(describe(f"{args.pods} single-pod groups, same nodes, with draq", with_draq), flush=True)
+        added = statistics.median(with_draq[0]) / statistics.median(without[0]) - 1
+        print(f"draq adds {added:+.0%} to the median creation-to-bound time (goal <= +50%)", flush=True)
+    finally:
+        if draq is not None:
+            draq.terminate()
+            draq.wait(timeout=30)
+        if sim is not None:
+            sim.stop()
+        plane.stop()
+        if args.keep:
+            print(f"logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
