@@ -292,9 +292,10 @@ class Operator:
     async def _ensure_native_gang(self, reading: Reading, group: GroupView) -> None:
         """Members made native gang members by the webhook need their Workload before they are released."""
         wanted = workload_name(group.name)
-        if any(referenced_workload(dict(reading.manifests.get(f"Pod {pod.key}") or {})) == wanted
-               for pod in group.pods):
-            await self.writer.ensure_workload(group.namespace, group.name, group.min_member)
+        members = sum(1 for pod in group.pods
+                      if referenced_workload(dict(reading.manifests.get(f"Pod {pod.key}") or {})) == wanted)
+        if members:  # members using a claim by name are left out of the gang by the webhook
+            await self.writer.ensure_workload(group.namespace, group.name, min(members, group.min_member))
 
     async def _finish_releases(self, reading: Reading) -> bool:
         changed = False

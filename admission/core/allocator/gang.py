@@ -220,9 +220,15 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
 
 
 def _device_shape(claims: Sequence[ResourceClaim]) -> str:
-    """What a member asks of a node's devices: its claims' specs, shared (named) claims by key, and
-    what is already allocated."""
-    return repr([(c.spec, c.key if "/" not in c.name else None, c.allocation) for c in claims])
+    """What a member asks of a node's devices: its claims' specs, shared claims by key, and what is
+    already allocated. A claim made from a template for the member's pod (not created yet, or owned
+    by the pod) is its own: members of one template ask the same."""
+    return repr([(c.spec, None if "/" in c.name or _owned_by_pod(c) else c.key, c.allocation) for c in claims])
+
+
+def _owned_by_pod(claim: ResourceClaim) -> bool:
+    controller = claim.meta.controller
+    return controller is not None and controller[0] == "Pod"
 
 
 def _order_dependence(search: _Search, members: Sequence[GangMember], final: _State, base: Usage) -> str | None:

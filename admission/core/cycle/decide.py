@@ -307,7 +307,7 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
         return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
                     f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
                     local.cluster_queue)
-    unsupported = _unsupported_constraint(group)
+    unsupported = _unsupported_constraint(group) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
     if unsupported:
         return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
     present = len(group.pods)
@@ -370,6 +370,28 @@ def _unsupported_constraint(group: GroupView) -> str:
                     "promise that the scheduler places every member of the group at once. Use the preferred "
                     "forms (preferredDuringSchedulingIgnoredDuringExecution, whenUnsatisfiable ScheduleAnyway) "
                     "or remove them")
+    return ""
+
+
+def _claim_shared_in_native_gang(group: GroupView, claims: Mapping[str, ResourceClaim]) -> str:
+    """Members of one native gang (the same Workload) that share a ResourceClaim not allocated yet: the
+    scheduler (1.35) allocates the claim for the first member, which then waits at the gang's Permit
+    step, and refuses the others while the claim "is in the process of being allocated". The gang never
+    binds, so draq does not admit it."""
+    users: dict[tuple[str, str], list[str]] = {}
+    for pod in group.pods:
+        if not pod.workload:
+            continue
+        for entry in pod.resource_claims:
+            if entry.resource_claim_name is not None:
+                users.setdefault((pod.workload, entry.resource_claim_name), []).append(pod.name)
+    for (workload, name), pods in sorted(users.items()):
+        claim = claims.get(f"{group.namespace}/{name}")
+        if len(pods) > 1 and (claim is None or claim.allocation is None):
+            return (f"pods {', '.join(sorted(pods))} share ResourceClaim {group.namespace}/{name} and are members "
+                    f"of the native gang {workload}: the scheduler does not allocate a claim shared inside a "
+                    "gang, so the gang would never bind. Allocate the claim first (e.g. for a pod outside "
+                    "the gang), use a template per pod, or leave these pods out of native gangs")
     return ""
 
 

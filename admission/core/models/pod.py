@@ -103,6 +103,8 @@ class Pod(Named):
     # podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution (the existing pods' side of the
     # scheduler's InterPodAffinity filter reads them).
     anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
+    # spec.workloadRef.name: the native gang (Workload) the pod belongs to, if any.
+    workload: str = ""
 
     @property
     def uid(self) -> str:
@@ -172,6 +174,7 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         # whenUnsatisfiable is required by the API; a constraint without it is taken as the hard form.
         hard_topology_spread=sum(1 for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
+        workload=spec.map("workloadRef").str("name"),
     )
 
 

@@ -34,8 +34,14 @@ def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = D
 
 
 def _workload_patch(pod: JsonObject, group: str) -> list[PatchOperation]:
-    """Make the pod a member of its group's native gang, unless it names a Workload itself."""
-    if not group or mapping(pod.get("spec")).get("workloadRef") is not None:
+    """Make the pod a member of its group's native gang, unless it names a Workload itself or uses a
+    ResourceClaim by name: such a claim may be shared with other members, and the scheduler (1.35) does
+    not allocate a claim shared inside a gang (draq's own admission still keeps the group whole)."""
+    spec = mapping(pod.get("spec"))
+    if not group or spec.get("workloadRef") is not None:
+        return []
+    entries = spec.get("resourceClaims")
+    if isinstance(entries, list) and any(isinstance(e, Mapping) and e.get("resourceClaimName") for e in entries):
         return []
     return [PatchOperation("add", ("spec", "workloadRef"), workload_ref(group))]
 

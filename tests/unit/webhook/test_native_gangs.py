@@ -50,3 +50,14 @@ def test_the_workload_is_a_gang_of_the_groups_minimum() -> None:
     made = workload("team", "trainer", 4)
     assert made["apiVersion"] == "scheduling.k8s.io/v1alpha1" and made["metadata"]["namespace"] == "team"
     assert made["spec"]["podGroups"] == [{"name": POD_GROUP, "policy": {"gang": {"minCount": 4}}}]
+
+
+def test_a_pod_that_uses_a_claim_by_name_is_left_out_of_the_gang() -> None:
+    # A claim named by several members is allocated for the first; the gang's other members are then
+    # refused while it "is in the process of being allocated", so the gang would never bind.
+    shared = pod("w-0", labels={QUEUE_LABEL: "gpu", GROUP_LABEL: "trainer"})
+    shared["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "team-gpus"}]
+    assert "workloadRef" not in mutated(shared, native=True)["spec"]
+    own = pod("w-1", labels={QUEUE_LABEL: "gpu", GROUP_LABEL: "trainer"})
+    own["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    assert mutated(own, native=True)["spec"]["workloadRef"]["name"] == "trainer"
