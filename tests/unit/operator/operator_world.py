@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from admission.core.labels import MANAGED_LABEL
@@ -65,3 +66,16 @@ async def bind_as_planned(api: FakeApi, pod: str, group: str, devices: int | Non
     await api.merge_patch(f"/api/v1/namespaces/{NS}/pods/{pod}", {
         "spec": {"nodeName": node},
         "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": f"{pod}-gpu-x1"}]}})
+
+
+async def settle(operator: Operator) -> None:
+    """Let the watches deliver what the last pass wrote (as the loop's wait for changes does), then run one."""
+    await asyncio.sleep(0.02)
+    await operator.reconcile()
+
+
+def record(api: FakeApi, group: str) -> dict[str, Any]:
+    """The status of the group's PodGroup."""
+    found = api.get_object("PodGroup", NS, group)
+    assert found is not None
+    return dict(found["status"])

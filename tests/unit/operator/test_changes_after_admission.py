@@ -11,22 +11,11 @@ from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS
 
-from .operator_world import bind_as_planned, cluster, started, submit
-
-
-async def settle(operator: Any) -> None:
-    await asyncio.sleep(0.02)
-    await operator.reconcile()
-
-
-def status(api: FakeApi, group: str) -> dict[str, Any]:
-    found = api.get_object("PodGroup", NS, group)
-    assert found is not None
-    return dict(found["status"])
+from .operator_world import bind_as_planned, cluster, record, settle, started, submit
 
 
 def planned_node(api: FakeApi, group: str) -> str:
-    (entry,) = status(api, group)["plan"]["pods"]
+    (entry,) = record(api, group)["plan"]["pods"]
     return str(entry["node"])
 
 
@@ -37,22 +26,22 @@ async def two_groups_admitted(api: FakeApi, clock: FakeClock) -> tuple[Any, str,
     submit(api, "lost", 1, 4)
     operator = await started(api, clock)
     await settle(operator)
-    assert status(api, "kept")["phase"] == status(api, "lost")["phase"] == "Admitted"
+    assert record(api, "kept")["phase"] == record(api, "lost")["phase"] == "Admitted"
     lost_node, kept_node = planned_node(api, "lost"), planned_node(api, "kept")
     assert lost_node != kept_node
     await bind_as_planned(api, "kept-0", "kept")
     await settle(operator)
-    assert status(api, "kept")["phase"] == "Running"
+    assert record(api, "kept")["phase"] == "Running"
     return operator, lost_node, kept_node
 
 
 async def after_the_bind_timeout(api: FakeApi, clock: FakeClock, operator: Any) -> None:
     clock.advance(301)
     await settle(operator)
-    lost = status(api, "lost")
+    lost = record(api, "lost")
     assert lost["phase"] == "Evicted" and lost["evictions"] == 1 and "charge" not in lost
     assert api.get_object("Pod", NS, "lost-0") is None  # its member is deleted
-    kept = status(api, "kept")
+    kept = record(api, "kept")
     assert kept["phase"] == "Running" and kept["charge"] == [{"unit": "gpus", "amount": "4"}]
     assert api.get_object("Pod", NS, "kept-0") is not None
     queue = api.get_object("ClusterQueue", "", "main")
@@ -65,11 +54,11 @@ async def requeued_waits(api: FakeApi, clock: FakeClock, operator: Any, expected
     clock.advance(31)
     await settle(operator)
     await settle(operator)
-    lost = status(api, "lost")
+    lost = record(api, "lost")
     assert lost["phase"] != "Admitted"
     message = str(lost.get("message", ""))
     assert expected in message, message
-    assert status(api, "kept")["phase"] == "Running"
+    assert record(api, "kept")["phase"] == "Running"
     return message
 
 
@@ -79,7 +68,7 @@ def test_a_planned_node_deleted_after_admission() -> None:
         operator, lost_node, _ = await two_groups_admitted(api, clock)
         await api.delete(f"/api/v1/nodes/{lost_node}")
         await settle(operator)
-        assert status(api, "lost")["phase"] == "Admitted"  # held until its bind timeout
+        assert record(api, "lost")["phase"] == "Admitted"  # held until its bind timeout
         await after_the_bind_timeout(api, clock, operator)
         # One node left, and `kept` holds its 4 GPUs.
         await requeued_waits(api, clock, operator, "pod team/lost-0")
@@ -95,10 +84,10 @@ def test_a_planned_node_tainted_after_admission() -> None:
         await api.merge_patch(f"/api/v1/nodes/{lost_node}",
                               {"spec": {"taints": [{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]}})
         await settle(operator)
-        assert status(api, "lost")["phase"] == "Admitted"
+        assert record(api, "lost")["phase"] == "Admitted"
         await after_the_bind_timeout(api, clock, operator)
         message = await requeued_waits(api, clock, operator, "node(s) had untolerated taint {maintenance: true}")
-        assert status(api, "lost")["conditions"][0]["reason"] in ("NodesUnavailable", "DevicesUnavailable"), message
+        assert record(api, "lost")["conditions"][0]["reason"] in ("NodesUnavailable", "DevicesUnavailable"), message
         await operator.cache.stop()
 
     asyncio.run(go())
@@ -118,10 +107,10 @@ def test_planned_devices_allocated_by_someone_else_after_admission() -> None:
                  "status": {"allocation": {"devices": {"results": results}}}}
         await api.create("/apis/resource.k8s.io/v1/namespaces/other/resourceclaims", taken)
         await settle(operator)
-        assert status(api, "lost")["phase"] == "Admitted"
+        assert record(api, "lost")["phase"] == "Admitted"
         await after_the_bind_timeout(api, clock, operator)
         await requeued_waits(api, clock, operator, "pod team/lost-0")
-        assert status(api, "lost")["conditions"][0]["reason"] == "DevicesUnavailable"
+        assert record(api, "lost")["conditions"][0]["reason"] == "DevicesUnavailable"
         await operator.cache.stop()
 
     asyncio.run(go())

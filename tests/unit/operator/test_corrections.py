@@ -8,12 +8,7 @@ from typing import Any
 from tests.support.builders import cluster_queue, quota, quota_unit
 from tests.unit.cycle.cycle_builders import NS
 
-from .operator_world import bind_as_planned, cluster, started, submit
-
-
-async def settle(operator: Any) -> None:
-    await asyncio.sleep(0.02)
-    await operator.reconcile()
+from .operator_world import bind_as_planned, cluster, settle, started, submit
 
 
 def charge(api: Any, group: str) -> list[dict[str, str]]:

@@ -8,10 +8,9 @@ import contextlib
 from typing import Any
 
 from tests.support.clock import FakeClock
-from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS, gang
 
-from .operator_world import cluster, gates_of, started
+from .operator_world import cluster, gates_of, record, settle, started
 
 
 def owned_by_job(manifests: list[dict[str, Any]], job: str) -> list[dict[str, Any]]:
@@ -25,18 +24,6 @@ def owned_by_job(manifests: list[dict[str, Any]], job: str) -> list[dict[str, An
 def job(name: str) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": NS},
             "spec": {"parallelism": 2, "suspend": False}}
-
-
-async def settle(operator: Any) -> None:
-    """Let the watches deliver what the last pass wrote (as the loop's wait for changes does), then run one."""
-    await asyncio.sleep(0.02)
-    await operator.reconcile()
-
-
-def record(api: FakeApi, group: str) -> dict[str, Any]:
-    found = api.get_object("PodGroup", NS, group)
-    assert found is not None
-    return dict(found["status"])
 
 
 def test_a_group_never_bound_is_evicted_after_the_timeout_and_its_pods_deleted() -> None:

@@ -5,19 +5,12 @@ once they are gone."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from tests.support.builders import pod_group
 from tests.support.clock import FakeClock
 from tests.unit.cycle.cycle_builders import NS, gang
 
-from .operator_world import bind_as_planned, cluster, started
-
-
-def record(api: Any, group: str) -> dict[str, Any]:
-    found = api.get_object("PodGroup", NS, group)
-    assert found is not None
-    return dict(found["status"])
+from .operator_world import bind_as_planned, cluster, record, started
 
 
 def test_a_higher_priority_gang_preempts_the_running_group_and_is_admitted_after() -> None:
