@@ -42,7 +42,7 @@ e2e: setup
 # The same e2e tests with the alpha DRA gates on in every component (partitions, taints, extended resources
 # through DRA, ...), and the group-level differential test once more with native gang scheduling on too.
 e2e-alpha: setup
-	DRAQ_ALPHA_DRA=1 DRAQ_ALPHA_GANGS=1 $(BIN)/pytest tests/e2e/test_local_cluster.py \
+	DRAQ_ALPHA_DRA=1 DRAQ_ALPHA_GANGS=1 DRAQ_GANG_TRIALS=5 $(BIN)/pytest tests/e2e/test_local_cluster.py \
 		tests/e2e/test_allocator_vs_scheduler.py tests/e2e/test_operator.py tests/e2e/test_gaps.py \
 		tests/e2e/test_gang_differential.py::test_with_native_gangs_too
 
