@@ -8,6 +8,10 @@ Admitted with gated members; the next leader's first step is to remove those gat
 With leader election, cycles run only in a term of leadership: a new term starts by reading the
 PodGroups afresh, and a cycle still running when the term ends is abandoned (the writer's fence sends
 nothing after the renew deadline; `docs/operator.md`, "Leadership and fencing").
+
+The cycle's pure decisions (`decide`) run in a worker thread: the webhooks and the probe port share this
+event loop, and a cycle over a thousand pending groups takes about a second (`docs/operator.md`, "The
+process: kopf").
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from prometheus_client import CollectorRegistry
 
 from admission.core.cycle import (
     Admit,
+    CycleInput,
+    CycleResult,
     GroupDecision,
     GroupView,
     Wait,
@@ -43,7 +49,7 @@ from admission.core.cycle.status import extended_status, late_admitted_event
 from admission.core.errors import DraqError
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
-from admission.core.preemption import plan_preemptions
+from admission.core.preemption import PreemptionPlan, plan_preemptions
 from admission.core.quota import Amounts, Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
@@ -61,6 +67,12 @@ from admission.operator.writer import Writer
 log = logging.getLogger(__name__)
 WRITE_CONCURRENCY = 16
 """Groups whose decisions are written at the same time (each group's own writes stay in order)."""
+
+
+def decide(cycle: CycleInput) -> tuple[CycleResult, PreemptionPlan]:
+    """The cycle's pure decisions: admit or wait per group, then whom to preempt for those that wait."""
+    result = run_cycle(cycle)
+    return result, plan_preemptions(cycle, result)
 
 
 class Operator:
@@ -84,6 +96,7 @@ class Operator:
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
         self._queue_status: dict[str, Mapping[str, Any]] = {}
+        self._deciding: asyncio.Task[tuple[CycleResult, PreemptionPlan]] | None = None  # the last cycle's thread
         self.health = LoopHealth(clock)
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
                                        lambda: self.elector is None or self.elector.leading.is_set(), clock=clock)
@@ -190,6 +203,7 @@ class Operator:
 
     async def reconcile(self) -> None:
         """One full pass; safe to repeat (every write is conditional on what it finds)."""
+        await self._abandoned_cycle_done()
         started = self.clock.monotonic()
         reading = self.reader.read()
         now = self.clock.now()
@@ -204,8 +218,7 @@ class Operator:
         await self.unit_status.write(reading)
         if not reading.usage_current:
             return  # admitting against usage that could not be rebuilt could overcommit (the reader said why)
-        result = run_cycle(reading.cycle)
-        preemptions = plan_preemptions(reading.cycle, result)
+        result, preemptions = await self._decide(reading.cycle)
         groups = {g.key: g for g in reading.cycle.groups}
         gate = asyncio.Semaphore(WRITE_CONCURRENCY)
 
@@ -238,6 +251,25 @@ class Operator:
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
         self.metrics.cycle(reading, result, self.cycle_seconds[-1], self.clock.now())
+
+    async def _decide(self, cycle: CycleInput) -> tuple[CycleResult, PreemptionPlan]:
+        """`decide` in a worker thread, so that webhook reviews and probes are answered meanwhile.
+
+        The thread reads the reading's snapshot and the compiled selectors, whose memo dicts are not
+        thread-safe; on the loop only a reconcile pass touches them (the webhooks compile selectors but
+        evaluate none), before or after this await. A thread cannot be stopped: when the pass is cancelled
+        (the term ends), the shield lets it run to its end, its result is dropped, nothing is written for
+        it, and the next pass waits for it before it reads (`_abandoned_cycle_done`).
+        """
+        self._deciding = asyncio.create_task(asyncio.to_thread(decide, cycle))
+        self._deciding.add_done_callback(_retrieve)
+        return await asyncio.shield(self._deciding)
+
+    async def _abandoned_cycle_done(self) -> None:
+        """Wait for the thread of a cancelled pass: the next reading shares the snapshot's memos with it."""
+        if self._deciding is not None and not self._deciding.done():
+            log.info("waiting for the abandoned admission cycle to finish before reading again")
+            await asyncio.wait({self._deciding})
 
     # ----- admission --------------------------------------------------------------------------------
     async def _admit(self, reading: Reading, group: GroupView, admit: Admit) -> None:
@@ -396,3 +428,9 @@ class Operator:
             self._queue_status[memo] = status
         except KubeApiError as err:
             log.warning("status of %s: %s", memo, err)
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a decision's failure as seen: the pass that awaited it raises it, an abandoned one drops it."""
+    if not task.cancelled():
+        task.exception()

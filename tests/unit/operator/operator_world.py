@@ -31,10 +31,27 @@ def submit(api: FakeApi, group: str, size: int, gpus_each: int) -> None:
     api.add(*gang(group, size, gpus_each))
 
 
+DEADLINE = 10.0
+"""The renew deadline of `leading` operators."""
+
+
 async def started(api: FakeApi, clock: FakeClock | None = None) -> Operator:
     operator = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.35"), api=api,
                         clock=clock or FakeClock())
     await operator.cache.start(timeout=5)
+    return operator
+
+
+async def leading(api: FakeApi, clock: FakeClock, identity: str = "draq-0") -> Operator:
+    """An operator with leader election, in its first term."""
+    settings = OperatorSettings(kubernetes_version="1.35", lease_namespace="draq-system", lease_seconds=15,
+                                renew_deadline_seconds=DEADLINE, retry_period_seconds=2, identity=identity)
+    operator = Operator(settings, api=api, clock=clock)
+    await operator.cache.start(timeout=5)
+    assert operator.elector is not None
+    await operator.elector.step()
+    assert operator.elector.leading.is_set()
+    assert await operator._begin_term()
     return operator
 
 

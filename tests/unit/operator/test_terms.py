@@ -18,25 +18,11 @@ from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS
 
-from .operator_world import cluster, gates_of, submit
-
-DEADLINE = 10.0
+from .operator_world import DEADLINE, cluster, gates_of, leading, submit
 
 
 def run(go: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(go())  # type: ignore[arg-type]
-
-
-async def leading(api: FakeApi, clock: FakeClock, identity: str = "draq-0") -> Operator:
-    settings = OperatorSettings(kubernetes_version="1.35", lease_namespace="draq-system", lease_seconds=15,
-                                renew_deadline_seconds=DEADLINE, retry_period_seconds=2, identity=identity)
-    operator = Operator(settings, api=api, clock=clock)
-    await operator.cache.start(timeout=5)
-    assert operator.elector is not None
-    await operator.elector.step()
-    assert operator.elector.leading.is_set()
-    assert await operator._begin_term()
-    return operator
 
 
 def status_bodies(api: FakeApi, group: str) -> list[dict[str, Any]]:
