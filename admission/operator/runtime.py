@@ -186,7 +186,9 @@ def kopf_registry(lifecycle: Lifecycle, wakeup: Wakeup, connect: Callable[[], Co
                                    certificate_path=found.certificate_path, private_key_path=found.private_key_path,
                                    scheme=found.scheme, token=found.token, default_namespace="default")
 
-    def wake(type: str | None, body: kopf.Body, **_: Any) -> None:  # kopf passes the event type as `type`
+    # A coroutine, so that kopf runs it on the event loop: a plain function would run in kopf's thread pool,
+    # where setting the loop's asyncio.Event is not safe.
+    async def wake(type: str | None, body: kopf.Body, **_: Any) -> None:  # kopf passes the event type as `type`
         message = wakeup(type, body)
         if message is not None:
             kopf.info(body, reason="Reconfigured", message=message)

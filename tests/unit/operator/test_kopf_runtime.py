@@ -4,6 +4,7 @@ leader; it keeps no state on any object (no progress, no diff base, no finalizer
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ssl
 from typing import Any
 
@@ -92,13 +93,15 @@ def test_settings_peering_off_and_draqs_storages() -> None:
 
 def test_only_watching_handlers_on_draqs_kinds() -> None:
     """Changing handlers (create/update/delete) would need kopf's storages and may add finalizers; draq has
-    none, and watches nothing but its own four kinds."""
+    none, and watches nothing but its own four kinds, with handlers that run on the event loop."""
     found = operator()
     registry = kopf_registry(Lifecycle(found, [], asyncio.Event()), Wakeup(found),
                              lambda: Connection("https://127.0.0.1:6443", None, False, None, None, None, None))
     watching = registry._watching.get_all_handlers()
     assert sorted(str(h.id) for h in watching) == sorted(f"wake-on-{kind}" for kind in WATCHED)
     assert all(h.selector is not None and h.selector.group == "draq.io" for h in watching)
+    # kopf runs plain functions in its thread pool; the wake-up must run on the loop, as a coroutine.
+    assert all(inspect.iscoroutinefunction(h.fn) for h in watching)
     assert not registry._changing.get_all_handlers()
     assert not registry._indexing.get_all_handlers()
 
