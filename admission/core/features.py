@@ -47,45 +47,33 @@ class FeatureGates:
     enabled: frozenset[str]
     # The minor release, read once: the allocator asks for it on every node and device.
     minor: int = field(init=False, repr=False, compare=False)
+    # The gates the allocator asks about, answered once too.
+    prioritized_list: bool = field(init=False, repr=False, compare=False)
+    admin_access: bool = field(init=False, repr=False, compare=False)
+    partitionable_devices: bool = field(init=False, repr=False, compare=False)
+    device_taints: bool = field(init=False, repr=False, compare=False)
+    consumable_capacity: bool = field(init=False, repr=False, compare=False)
+    # Devices with binding conditions are usable only with both gates on.
+    binding_conditions: bool = field(init=False, repr=False, compare=False)
+    extended_resource: bool = field(init=False, repr=False, compare=False)
+    list_type_attributes: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "minor", int(self.version.split(".")[1]))
+        on = self.enabled
+        for name, value in (
+                ("minor", int(self.version.split(".")[1])),
+                ("prioritized_list", "DRAPrioritizedList" in on),
+                ("admin_access", "DRAAdminAccess" in on),
+                ("partitionable_devices", "DRAPartitionableDevices" in on),
+                ("device_taints", "DRADeviceTaints" in on),
+                ("consumable_capacity", "DRAConsumableCapacity" in on),
+                ("binding_conditions", {"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"} <= on),
+                ("extended_resource", "DRAExtendedResource" in on),
+                ("list_type_attributes", "DRAListTypeAttributes" in on)):
+            object.__setattr__(self, name, value)
 
     def __contains__(self, gate: object) -> bool:
         return gate in self.enabled
-
-    @property
-    def prioritized_list(self) -> bool:
-        return "DRAPrioritizedList" in self.enabled
-
-    @property
-    def admin_access(self) -> bool:
-        return "DRAAdminAccess" in self.enabled
-
-    @property
-    def partitionable_devices(self) -> bool:
-        return "DRAPartitionableDevices" in self.enabled
-
-    @property
-    def device_taints(self) -> bool:
-        return "DRADeviceTaints" in self.enabled
-
-    @property
-    def consumable_capacity(self) -> bool:
-        return "DRAConsumableCapacity" in self.enabled
-
-    @property
-    def binding_conditions(self) -> bool:
-        """Devices with binding conditions are usable only with both gates on."""
-        return {"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"} <= self.enabled
-
-    @property
-    def extended_resource(self) -> bool:
-        return "DRAExtendedResource" in self.enabled
-
-    @property
-    def list_type_attributes(self) -> bool:
-        return "DRAListTypeAttributes" in self.enabled
 
 
 def normalize_version(version: str | None) -> str:

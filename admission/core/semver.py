@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 _STRICT = re.compile(
@@ -24,6 +24,17 @@ class Semver:
     patch: int
     prerelease: tuple[str, ...] = ()
     build: tuple[str, ...] = ()
+    # The canonical text, made once: versions are compared by it in claim constraints.
+    text: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            text = f"{self.major}.{self.minor}.{self.patch}"
+            if self.prerelease:
+                text += "-" + ".".join(self.prerelease)
+            if self.build:
+                text += "+" + ".".join(self.build)
+            object.__setattr__(self, "text", text)
 
     def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
         # A release sorts after its prereleases; numeric identifiers sort before alphanumeric ones.
@@ -45,12 +56,7 @@ class Semver:
         return self.compare(other) < 0
 
     def __str__(self) -> str:
-        text = f"{self.major}.{self.minor}.{self.patch}"
-        if self.prerelease:
-            text += "-" + ".".join(self.prerelease)
-        if self.build:
-            text += "+" + ".".join(self.build)
-        return text
+        return self.text
 
 
 @lru_cache(maxsize=4096)

@@ -9,7 +9,7 @@ from functools import cached_property
 
 from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
 from admission.core.allocator.inventory import NodeView, SnapshotIndex
-from admission.core.allocator.results import build_allocation
+from admission.core.allocator.results import ResultMemo, build_allocation
 from admission.core.allocator.search import ClaimMemo, NodeSearch, SearchBudgetExceeded, missing_class
 from admission.core.allocator.selectors import SelectorEvaluator
 from admission.core.allocator.usage import Usage
@@ -39,9 +39,10 @@ class Status(Enum):
     ERROR = "error"  # the scheduler would abort the pod's attempt on every node
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per node tried, and a frozen one costs more to make
 class Outcome:
-    """The answer for one node. `allocations` maps claim keys (`ns/name`) to results when ALLOCATED."""
+    """The answer for one node (not to be changed). `allocations` maps claim keys (`ns/name`) to results
+    when ALLOCATED."""
 
     node: str
     status: Status
@@ -175,6 +176,7 @@ class Allocator:
                                                                        lambda: SelectorEvaluator(gates))
         self.usage = snapshot.in_use(gates)
         self._claims: ClaimMemo = {}
+        self._results: ResultMemo = {}
 
     def view(self, node: Node | str) -> NodeView:
         found = self.snapshot.node(node) if isinstance(node, str) else node
@@ -219,7 +221,8 @@ class Allocator:
             if any(p.invalid is not None for p in search.view.pools):
                 return Outcome(target.name, Status.NODE_ERROR, message=INVALID_POOLS)
             return Outcome(target.name, Status.UNFIT)
-        allocations = {plan.claim.key: build_allocation(plan, target, self.snapshot.inventory, self.gates)
+        allocations = {plan.claim.key: build_allocation(plan, target, self.snapshot.inventory, self.gates,
+                                                         self._results)
                        for plan in search.plans}
         return Outcome(target.name, Status.ALLOCATED, allocations)
 
@@ -242,7 +245,7 @@ class Allocator:
         alternatives = memo[id(claims[0])][2]
         if not alternatives or len(alternatives[0]) != 1:
             return False
-        first = alternatives[0][0][0]
+        first = alternatives[0][0]
         return not (first.admin or first.all_devices is not None or first.request != first.result_name
                     or first.selection.count < 1)
 
@@ -273,13 +276,16 @@ class Allocator:
         alternatives = memo[id(pending[0])][2]
         if not alternatives or len(alternatives[0]) != 1:
             return False
-        first = alternatives[0][0][0]
+        first = alternatives[0][0]
         if first.admin or first.all_devices is not None or first.request != first.result_name \
                 or first.selection.count < 1 \
-                or self.gates.consumable_capacity or any(p.invalid is not None for p in view.pools):
+                or self.gates.consumable_capacity or not view.pools_valid:
             return False
         is_allocated = usage.is_allocated
-        return all(is_allocated(d.id) for d in view.devices)
+        for device in view.devices:  # noqa: SIM110 (a loop costs less than a generator, on every node tried)
+            if not is_allocated(device.id):
+                return False
+        return True
 
 
 def _unique_unallocated(claims: Sequence[ResourceClaim]) -> list[ResourceClaim]:

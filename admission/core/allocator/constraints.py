@@ -12,7 +12,7 @@ from admission.core.semver import Semver
 def _element_key(value: object) -> Hashable:
     # Typed identity: 1 and True differ; versions compare as their text.
     if isinstance(value, Semver):
-        return ("version", str(value))
+        return ("version", value.text)
     return (type(value).__name__, value)
 
 
@@ -24,14 +24,15 @@ def _as_set(value: AttributeValue) -> frozenset[Hashable]:
 class ConstraintTracker:
     """State of one constraint during a search; `add` and `remove` must be called symmetrically."""
 
-    __slots__ = ("_distinct", "_matched", "as_sets", "attribute", "constraint", "distinct_by_device",
-                 "is_match", "requests")
+    __slots__ = ("_distinct", "_domain", "_ident", "_matched", "as_sets", "attribute", "constraint",
+                 "distinct_by_device", "is_match", "requests")
 
     def __init__(self, constraint: DeviceConstraint, gates: FeatureGates) -> None:
         self.constraint = constraint
         self.requests = frozenset(constraint.requests)
         self.is_match = constraint.match_attribute is not None
         self.attribute = constraint.match_attribute or constraint.distinct_attribute or ""
+        self._domain, _, self._ident = self.attribute.rpartition("/")  # as Device.attribute splits it
         self.as_sets = gates.list_type_attributes
         # 1.34 compared where the values are stored, not what they are: only a device's own value
         # equals itself, so distinctAttribute only kept a shared device from being picked twice.
@@ -43,7 +44,8 @@ class ConstraintTracker:
         return not self.requests or request in self.requests or result_name in self.requests
 
     def add(self, request: str, device: Device) -> bool:
-        value = device.attribute(self.attribute)
+        values = device.attributes.get(self._domain)
+        value = values.get(self._ident) if values is not None else None
         if value is None:
             return False
         if self.is_match:

@@ -49,6 +49,7 @@ class NodeView:
     pools: tuple[PoolView, ...]
     devices: tuple[Device, ...]
     pool_of: Mapping[str, PoolView]  # device id -> pool
+    pools_valid: bool = True  # no pool of the node is invalid
 
     @property
     def incomplete_pools(self) -> tuple[PoolView, ...]:
@@ -216,7 +217,7 @@ class SnapshotIndex:
         pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
         devices = tuple(d for p in pools if p.usable for d in p.devices)
         pool_of = {d.id: p for p in pools for d in p.devices}
-        return NodeView(node, tuple(pools), devices, pool_of)
+        return NodeView(node, tuple(pools), devices, pool_of, all(p.invalid is None for p in pools))
 
     def _pool_view(self, pool_id: PoolId, relevant: list[ResourceSlice], node: Node,
                    gates: FeatureGates) -> PoolView | None:

@@ -12,7 +12,9 @@ from admission.core.features import FeatureGates
 from admission.core.models import (
     AllocatedConfig,
     AllocationResult,
+    Device,
     DeviceAllocation,
+    DeviceSelection,
     Node,
     NodeSelector,
     NodeSelectorRequirement,
@@ -23,10 +25,32 @@ from admission.core.models import (
 _SHARE_NAMESPACE = uuid.UUID("6f1c5d2e-3b7a-4c1e-9d8f-2a4b6c8e0f13")
 
 
-def build_allocation(plan: ClaimPlan, node: Node, inventory: SnapshotIndex,
-                     gates: FeatureGates) -> AllocationResult:
-    results = tuple(_result(plan, index, pick, gates) for index, pick in enumerate(plan.picks))
-    return AllocationResult(results, _config(plan), _node_selector(plan.picks, node, inventory))
+# Results of unshared picks, which depend only on the device and the request: (id of the device, id of
+# the request's selection, result name) -> (device, selection, result), the objects kept to check that
+# an id still means them.
+ResultMemo = dict[tuple[int, int, str], tuple[Device, DeviceSelection, DeviceAllocation]]
+
+
+def build_allocation(plan: ClaimPlan, node: Node, inventory: SnapshotIndex, gates: FeatureGates,
+                     memo: ResultMemo | None = None) -> AllocationResult:
+    """The claim's allocation; with `memo` (for one gate set), equal unshared results are built once."""
+    results = []
+    for index, pick in enumerate(plan.picks):
+        results.append(_result(plan, index, pick, gates) if memo is None or pick.shared
+                       else _known_result(plan, index, pick, gates, memo))
+    return AllocationResult(tuple(results), _config(plan), _node_selector(plan.picks, node, inventory))
+
+
+def _known_result(plan: ClaimPlan, index: int, pick: Pick, gates: FeatureGates,
+                  memo: ResultMemo) -> DeviceAllocation:
+    device, selection = pick.device, pick.alternative.selection
+    key = (id(device), id(selection), pick.alternative.result_name)
+    known = memo.get(key)
+    if known is not None and known[0] is device and known[1] is selection:
+        return known[2]
+    result = _result(plan, index, pick, gates)
+    memo[key] = (device, selection, result)
+    return result
 
 
 def _result(plan: ClaimPlan, index: int, pick: Pick, gates: FeatureGates) -> DeviceAllocation:
@@ -51,6 +75,8 @@ def _result(plan: ClaimPlan, index: int, pick: Pick, gates: FeatureGates) -> Dev
 
 
 def _config(plan: ClaimPlan) -> tuple[AllocatedConfig, ...]:
+    if not plan.claim.spec.config and not _class_config(plan.picks):
+        return ()
     by_class: dict[str, list[str]] = {}
     classes = {}
     for pick in plan.picks:
@@ -68,13 +94,22 @@ def _config(plan: ClaimPlan) -> tuple[AllocatedConfig, ...]:
     return tuple(configs)
 
 
+def _class_config(picks: list[Pick]) -> bool:
+    for pick in picks:  # noqa: SIM110 (a loop costs less than a generator, on every allocation)
+        if pick.alternative.device_class.config:
+            return True
+    return False
+
+
 def _node_selector(picks: list[Pick], node: Node, inventory: SnapshotIndex) -> NodeSelector | None:
     expressions: list[NodeSelectorRequirement] = []
     fields: list[NodeSelectorRequirement] = []
     for pick in picks:
         device = pick.device
+        if device.binds_to_node or device.node_name:
+            return node_name_selector(node.name)
         item = inventory.slice_of[(device.driver, device.pool, device.slice_name)]
-        if device.binds_to_node or device.node_name or item.node_name:
+        if item.node_name:
             return node_name_selector(node.name)
         selector = device.node_selector or item.node_selector
         if selector is None:

@@ -68,7 +68,8 @@ class Alternative:
     class_owner: str = ""
     signature: int = 0
     all_devices: list[Device] | None = None
-    constraints: tuple[ConstraintTracker, ...] = ()
+    # The indices, in the claim plan's `constraints`, of the constraints that apply to this alternative.
+    constraints: tuple[int, ...] = ()
 
     @property
     def count(self) -> int:
@@ -92,11 +93,15 @@ class ClaimPlan:
     constraints: list[ConstraintTracker]
     picks: list[Pick] = field(default_factory=list)
     devices: dict[str, int] = field(default_factory=dict)  # device id -> times picked in this claim
+    # Devices asked for along one path of the search, at most (-1: unknown, a request asks for All),
+    # and the number of ways to choose among the requests' alternatives.
+    depth: int = -1
+    choices: int = 1
 
 
 # Per claim (by id, with the claim to check it is the same object): its owner label, and per request
-# its alternatives with the indices of the claim's constraints that apply to each.
-ClaimMemo = dict[int, tuple[ResourceClaim, str, list[list[tuple["Alternative", tuple[int, ...]]]]]]
+# its alternatives (which hold no search state, so that every search of the claim shares them).
+ClaimMemo = dict[int, tuple[ResourceClaim, str, list[list["Alternative"]], int, int]]
 
 
 def missing_class(claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass]) -> tuple[str, str] | None:
@@ -166,7 +171,8 @@ class NodeSearch:
         # Permuting releases may pick a shared device again for the next slot of the same request;
         # 1.36's combinations go on after it. (Combinations that repeat a shared device find what
         # the permutations find first, where the order does not matter.)
-        self.shares_repeat = permuting_release(gates)
+        self.permuting = permuting_release(gates)
+        self.shares_repeat = self.permuting
         # 1.34 failed the whole attempt when its device loop reached an invalid pool (later releases
         # skip such pools): the position in the device order where that happens, if any.
         self.invalid_barrier: int | None = None
@@ -186,8 +192,26 @@ class NodeSearch:
     def prepare(self, claims: Sequence[ResourceClaim]) -> None:
         """Section 4, in claim and request order; raises AllocationError for unusable requests."""
         self.plans = [self.plan_claim(claim) for claim in claims]
-        self.permute = permuting_release(self.gates) and self._order_matters()
-        self.estimate_upstream = self.budget is not None and permuting_release(self.gates) and not self.permute
+        permuting = self.permuting
+        self.permute = permuting and self._order_matters()
+        self.estimate_upstream = self.budget is not None and permuting and not self.permute \
+            and not self._within_upstream_limit()
+
+    def _within_upstream_limit(self) -> bool:
+        """Whether the scheduler's permuting search is sure to stay within its time limit here, so that
+        its work need not be estimated: it makes at most n checks (n devices) at each point of its
+        search tree, which has at most n**d points at slot depth d < K (K the devices asked for along
+        one path), for each choice among `firstAvailable` alternatives: at most choices * K * n**K."""
+        depth, choices = 0, 1
+        for plan in self.plans:
+            if plan.depth < 0:
+                return False
+            depth += plan.depth
+            choices *= plan.choices
+        if depth > MAX_RESULTS_PER_CLAIM:
+            return False
+        work: int = choices * depth * len(self.view.devices) ** depth
+        return work <= UPSTREAM_CHECKS_LIMIT
 
     def _order_matters(self) -> bool:
         """Whether the order in which devices are tried can change the answer, not only which devices
@@ -195,8 +219,10 @@ class NodeSearch:
         taken by a device that is then refused stay taken for the rest of the search, 1.34 fails on an
         invalid pool when its loop gets there and checks capacity by slot position. Elsewhere the
         first combination found is the first permutation's set."""
-        if any(not t.is_match for plan in self.plans for t in plan.constraints):
-            return True
+        for plan in self.plans:
+            for tracker in plan.constraints:
+                if not tracker.is_match:
+                    return True
         if self.invalid_barrier is not None or (self.capacity_slot_quirk and self.consumable_gate):
             return True
         return self.partitions_gate and any(d.consumes_counters for d in self.view.devices)
@@ -208,18 +234,13 @@ class NodeSearch:
         memo = self.claim_memo
         known = memo.get(id(claim)) if memo is not None else None
         if known is not None and known[0] is claim:
-            if not claim.spec.constraints:  # nothing in the alternatives changes during a search
-                return ClaimPlan(claim, known[1], [[a for a, _ in alternatives] for alternatives in known[2]], [])
-            trackers = [ConstraintTracker(c, self.gates) for c in claim.spec.constraints]
-            requests = [[Alternative(a.request, a.result_name, a.selection, a.device_class, a.admin, a.class_owner,
-                                     a.signature, None, tuple(trackers[i] for i in applies))
-                         for a, applies in alternatives] for alternatives in known[2]]
-            return ClaimPlan(claim, known[1], requests, trackers)
+            constraints = claim.spec.constraints
+            return ClaimPlan(claim, known[1], known[2],
+                             [ConstraintTracker(c, self.gates) for c in constraints] if constraints else [],
+                             depth=known[3], choices=known[4])
         plan = self._plan_claim(claim)
-        if memo is not None and not any(a.all_devices is not None for r in plan.requests for a in r):
-            memo[id(claim)] = (claim, plan.owner, [
-                [(a, tuple(i for i, t in enumerate(plan.constraints) if t in a.constraints)) for a in alternatives]
-                for alternatives in plan.requests])
+        if memo is not None and plan.depth >= 0:
+            memo[id(claim)] = (claim, plan.owner, plan.requests, plan.depth, plan.choices)
         return plan
 
     def _plan_claim(self, claim: ResourceClaim) -> ClaimPlan:
@@ -243,6 +264,13 @@ class NodeSearch:
         if minimum > MAX_RESULTS_PER_CLAIM:
             raise AllocationError(f"{owner}: number of requested devices {minimum} exceeds the claim limit "
                                   f"of {MAX_RESULTS_PER_CLAIM}")
+        depth, choices = 0, 1
+        for alternatives in requests:
+            if any(a.all_devices is not None for a in alternatives):
+                depth = -1
+                break
+            choices *= len(alternatives)
+            depth += max((a.selection.count for a in alternatives), default=0)
         for index, constraint in enumerate(claim.spec.constraints):
             # distinctAttribute exists only in the allocator variants that do consumable capacity; the
             # others (and the API server, which drops the field) see an empty constraint.
@@ -250,7 +278,7 @@ class NodeSearch:
             if constraint.match_attribute is None and not distinct:
                 raise AllocationError(f"{owner}, constraint #{index}: empty constraint (unsupported "
                                       "constraint type?)")
-        return ClaimPlan(claim, owner, requests, trackers)
+        return ClaimPlan(claim, owner, requests, trackers, depth=depth, choices=choices)
 
     def _alternative(self, owner: str, where: str, request: str, result_name: str,
                      selection: DeviceSelection, trackers: list[ConstraintTracker]) -> Alternative:
@@ -276,7 +304,7 @@ class NodeSearch:
             admin=bool(selection.admin_access), class_owner=f"class {device_class.name}",
             signature=self.selectors.signature(device_class.name, device_class.selectors, owner,
                                                selection.selectors),
-            constraints=tuple(t for t in trackers if t.applies(request, result_name)),
+            constraints=tuple(i for i, t in enumerate(trackers) if t.applies(request, result_name)),
         )
         if selection.allocation_mode == ALL:
             alternative.all_devices = self._all_devices(owner, where, alternative)
@@ -459,19 +487,20 @@ class NodeSearch:
     # ----- taking and releasing devices -------------------------------------------------------
 
     def take(self, plan: ClaimPlan, alternative: Alternative, device: Device, *, slot: int = 0,
-             strict: bool = False) -> Pick | None:
+             strict: bool = False, free: bool = False) -> Pick | None:
         """Record the device for the alternative if it can be taken; None if not.
 
         The checks run in the scheduler's order. Counters are taken before the taint and constraint
         checks and, as upstream does, stay taken when one of those refuses the device. With
         `strict` (allocation mode All) a constraint violation is an error, not a failure. `slot` is
-        the device's position within its request (1.34 looked at it, see `_capacity_refuses`).
+        the device's position within its request (1.34 looked at it, see `_capacity_refuses`). With `free`
+        the caller has just found the device not in use.
         """
         if self.budget is not None:
             self.steps += 1
             if self.steps > self.budget:
                 raise SearchBudgetExceeded(f"search gave up after {self.budget} device checks")
-        if self.in_use(plan, alternative, device):
+        if not free and self.in_use(plan, alternative, device):
             return None
         multi = self.consumable_gate and device.allow_multiple_allocations
         charged = None
@@ -485,14 +514,15 @@ class NodeSearch:
         if self.taints_gate and device.taints and not _tolerated(device, alternative.selection,
                                                                   self.every_taint_blocks):
             return None
-        for added, tracker in enumerate(alternative.constraints):
-            if not tracker.add(alternative.request, device):
+        trackers = plan.constraints
+        for added, index in enumerate(alternative.constraints):
+            if not trackers[index].add(alternative.request, device):
                 if strict:
                     raise AllocationError(f"{plan.owner}, request {alternative.result_name}: cannot add "
                                           f"device {device.id} because a claim constraint would not be "
                                           "satisfied")
                 for undo in alternative.constraints[:added]:
-                    undo.remove(alternative.request)
+                    trackers[undo].remove(alternative.request)
                 return None
         if self.consumable_gate and self._capacity_refuses(alternative, device, slot, strict):
             # Upstream has marked the device as being allocated by now and does not undo that, nor the
@@ -543,8 +573,9 @@ class NodeSearch:
             plan.devices[device_id] = left
         else:
             del plan.devices[device_id]
-        for tracker in reversed(alternative.constraints):
-            tracker.remove(alternative.request)
+        trackers = plan.constraints
+        for index in reversed(alternative.constraints):
+            trackers[index].remove(alternative.request)
         if pick.shared:
             # Upstream gives back a share's capacity only when it consumed some, and never the
             # counters a shared device took when its first share was picked.
@@ -708,7 +739,7 @@ class NodeSearch:
                 continue
             if capacity and not self._capacity_admits(alternative, device):
                 continue
-            pick = self.take(plan, alternative, device, slot=slot)
+            pick = self.take(plan, alternative, device, slot=slot, free=True)
             if pick is None:
                 continue
             self.weight = weight * (slot + 1)

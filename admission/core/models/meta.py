@@ -18,11 +18,11 @@ class ObjectMeta:
     creation_timestamp: str = ""
     generation: int = 0
     controller: tuple[str, str] | None = None  # (kind, name) of the owner reference with controller: true
+    # `namespace/name`, or `name` for cluster-scoped objects; made once, as it is read very often.
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        """`namespace/name`, or `name` for cluster-scoped objects."""
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}" if self.namespace else self.name)
 
 
 class Named:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from admission.core.errors import InvalidInput
@@ -80,8 +81,9 @@ class NodeSelector:
         return {"nodeSelectorTerms": [t.to_manifest() for t in self.terms]}
 
 
+@lru_cache(maxsize=8192)
 def node_name_selector(name: str) -> NodeSelector:
-    """The selector `metadata.name In [name]` that pins an allocation to one node."""
+    """The selector `metadata.name In [name]` that pins an allocation to one node (immutable, so shared)."""
     pin = NodeSelectorRequirement(NAME_FIELD, "In", (name,))
     return NodeSelector((NodeSelectorTerm(match_fields=(pin,)),))
 
