@@ -249,3 +249,43 @@ def test_the_combining_release_is_not_held_to_the_permuting_one() -> None:
                       gates=features.exactly("1.36", ["DRAPrioritizedList", "DRAConsumableCapacity"]),
                       budget=DEFAULT_BUDGET)
     assert devices_of(alloc.allocate("n1", claims_of(alloc, "c")), "default/c") == {"r/one": [f"{DRIVER}/n1/gpu-0"]}
+
+
+def _estimated_work(devices: int, *requests: dict) -> tuple[int, int]:  # type: ignore[type-arg]
+    """The scheduler's work the search estimates (forced on), and the bound that lets it skip estimating."""
+    alloc = allocator(node("n1"), device_class(), gpus("n1", devices), claim("c", *requests),
+                      gates=features.exactly("1.35", ["DRAPrioritizedList"]), budget=DEFAULT_BUDGET)
+    search = alloc.search(alloc.snapshot.node("n1"))
+    search.prepare(claims_of(alloc, "c"))
+    search.estimate_upstream = True
+    found = search.run()
+    depth = sum(p.depth for p in search.plans)
+    choices = 1
+    for plan in search.plans:
+        choices *= plan.choices
+    return search.frames[0][1 if found else 0], choices * depth * devices ** depth
+
+
+def test_the_bound_that_skips_estimating_the_schedulers_work_is_never_below_it() -> None:
+    shapes = [
+        (exactly("a", count=3),),  # fails on fewer than 3 devices: every ordering is tried
+        (exactly("a", count=2), exactly("b", count=2)),
+        (first_available("r", exactly("big", count=4), exactly("small", count=1)),),
+        (exactly("a", count=1), first_available("r", exactly("x", count=3), exactly("y", count=2))),
+    ]
+    for devices in range(1, 7):
+        for shape in shapes:
+            work, bound = _estimated_work(devices, *shape)
+            assert 0 < work <= bound, (devices, shape, work, bound)
+
+
+def test_small_searches_skip_the_estimate_and_large_ones_keep_it() -> None:
+    small = allocator(node("n1"), device_class(), gpus("n1", 8), claim("c", exactly(count=2)),
+                      gates=features.exactly("1.35", []), budget=DEFAULT_BUDGET)
+    search = small.search(small.snapshot.node("n1"))
+    search.prepare(claims_of(small, "c"))
+    assert not search.estimate_upstream
+    large = _infeasible_first_alternative(10)
+    search = large.search(large.snapshot.node("n1"))
+    search.prepare(claims_of(large, "c"))
+    assert search.estimate_upstream
