@@ -20,7 +20,10 @@ class Amounts:
         pairs = values.items() if isinstance(values, Mapping) else values
         summed: dict[str, Fraction] = {}
         for unit, value in pairs:
-            summed[unit] = summed.get(unit, Fraction(0)) + Fraction(value)
+            if type(value) is not Fraction:  # a Fraction is immutable: no copy needed
+                value = Fraction(value)
+            known = summed.get(unit)
+            summed[unit] = value if known is None else known + value
         return Amounts(tuple(sorted((u, v) for u, v in summed.items() if v != 0)))
 
     def get(self, unit: str) -> Fraction:
@@ -43,9 +46,15 @@ class Amounts:
         return bool(self.entries)
 
     def __add__(self, other: Amounts) -> Amounts:
+        if not other.entries:
+            return self
+        if not self.entries:
+            return other
         return Amounts.of([*self.entries, *other.entries])
 
     def __sub__(self, other: Amounts) -> Amounts:
+        if not other.entries:
+            return self
         return Amounts.of([*self.entries, *((u, -v) for u, v in other.entries)])
 
     def __neg__(self) -> Amounts:
