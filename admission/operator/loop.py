@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -65,6 +65,8 @@ from admission.operator.unit_status import UnitStatusWriter
 from admission.operator.writer import Writer
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 WRITE_CONCURRENCY = 16
 """Groups whose decisions are written at the same time (each group's own writes stay in order)."""
 
@@ -96,7 +98,7 @@ class Operator:
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
         self._queue_status: dict[str, Mapping[str, Any]] = {}
-        self._deciding: asyncio.Task[tuple[CycleResult, PreemptionPlan]] | None = None  # the last cycle's thread
+        self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
         self.health = LoopHealth(clock)
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
                                        lambda: self.elector is None or self.elector.leading.is_set(), clock=clock)
@@ -250,26 +252,31 @@ class Operator:
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
-        self.metrics.cycle(reading, result, self.cycle_seconds[-1], self.clock.now())
+        await self._off_loop(self.metrics.cycle, reading, result, self.cycle_seconds[-1], self.clock.now())
 
     async def _decide(self, cycle: CycleInput) -> tuple[CycleResult, PreemptionPlan]:
-        """`decide` in a worker thread, so that webhook reviews and probes are answered meanwhile.
+        """`decide` in a worker thread, so that webhook reviews and probes are answered meanwhile."""
+        result: tuple[CycleResult, PreemptionPlan] = await self._off_loop(decide, cycle)
+        return result
 
-        The thread reads the reading's snapshot and the compiled selectors, whose memo dicts are not
-        thread-safe; on the loop only a reconcile pass touches them (the webhooks compile selectors but
-        evaluate none), before or after this await. A thread cannot be stopped: when the pass is cancelled
-        (the term ends), the shield lets it run to its end, its result is dropped, nothing is written for
-        it, and the next pass waits for it before it reads (`_abandoned_cycle_done`).
+    async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)` in a worker thread: the cycle's decisions and the metrics' figures, pure and slow.
+
+        They read the reading's snapshot and the compiled selectors, whose memo dicts are not thread-safe;
+        on the loop only a reconcile pass touches them (the webhooks compile selectors but evaluate none),
+        before or after this await. A thread cannot be stopped: when the pass is cancelled (the term
+        ends), the shield lets it run to its end, its result is dropped, nothing is written for it, and
+        the next pass waits for it before it reads (`_abandoned_cycle_done`).
         """
-        self._deciding = asyncio.create_task(asyncio.to_thread(decide, cycle))
-        self._deciding.add_done_callback(_retrieve)
-        return await asyncio.shield(self._deciding)
+        self._computing = asyncio.create_task(asyncio.to_thread(work, *args))
+        self._computing.add_done_callback(_retrieve)
+        return await asyncio.shield(self._computing)
 
     async def _abandoned_cycle_done(self) -> None:
         """Wait for the thread of a cancelled pass: the next reading shares the snapshot's memos with it."""
-        if self._deciding is not None and not self._deciding.done():
+        if self._computing is not None and not self._computing.done():
             log.info("waiting for the abandoned admission cycle to finish before reading again")
-            await asyncio.wait({self._deciding})
+            await asyncio.wait({self._computing})
 
     # ----- admission --------------------------------------------------------------------------------
     async def _admit(self, reading: Reading, group: GroupView, admit: Admit) -> None:

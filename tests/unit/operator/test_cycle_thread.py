@@ -14,7 +14,7 @@ import pytest
 
 from admission.core.cycle import CycleInput, CycleResult
 from admission.kube.client import KubeApiError
-from admission.operator import loop
+from admission.operator import loop, metrics
 from admission.operator.leader import LeadershipLost
 from tests.support.clock import FakeClock
 
@@ -143,3 +143,32 @@ def test_a_pass_cancelled_while_deciding_writes_nothing_and_the_next_reads_after
         run(go)
     finally:
         release.set()
+
+
+def test_the_metrics_figures_are_computed_off_the_loop_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    computing = threading.Event()
+
+    def slow_figures(reading: Any, result: CycleResult) -> Any:
+        computing.set()
+        busy(SLOW)
+        return real_figures(reading, result)
+
+    real_figures = metrics.cluster_figures
+    monkeypatch.setattr(metrics, "cluster_figures", slow_figures)
+
+    async def go() -> None:
+        api = cluster()
+        submit(api, "train", 2, 4)
+        operator = await started(api)
+        stop = asyncio.Event()
+        ticker = asyncio.create_task(ticks(stop))
+        await asyncio.sleep(0.02)
+        await operator.reconcile()
+        stop.set()
+        gaps = await ticker
+        assert computing.is_set()
+        assert max(gaps) < PROMPT, f"the loop stalled for {max(gaps):.3f} s"
+        assert operator.metrics.figures is not None and operator.metrics.figures.queues
+        await operator.cache.stop()
+
+    run(go)
