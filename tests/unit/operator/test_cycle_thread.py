@@ -48,33 +48,45 @@ async def ticks(stop: asyncio.Event) -> list[float]:
     return gaps
 
 
-def test_the_loop_serves_other_tasks_while_a_slow_cycle_decides(monkeypatch: pytest.MonkeyPatch) -> None:
-    deciding = threading.Event()
+def slowed(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> threading.Event:
+    """`module.name` made to compute for SLOW seconds before it answers; the event is set once it ran."""
+    ran, real = threading.Event(), getattr(module, name)
 
-    def slow_cycle(cycle: CycleInput) -> CycleResult:
-        deciding.set()
+    def slow(*args: Any) -> Any:
+        ran.set()
         busy(SLOW)
-        return real_cycle(cycle)
+        return real(*args)
 
-    real_cycle = loop.run_cycle
-    monkeypatch.setattr(loop, "run_cycle", slow_cycle)
+    monkeypatch.setattr(module, name, slow)
+    return ran
+
+
+async def reconcile_while_ticking(api: Any) -> tuple[loop.Operator, float, float]:
+    """One pass of a started operator, with another task of the loop ticking meanwhile: the operator,
+    how long the pass took and the longest gap between the ticks."""
+    operator = await started(api)
+    stop = asyncio.Event()
+    ticker = asyncio.create_task(ticks(stop))
+    await asyncio.sleep(0.02)
+    started_at = time.perf_counter()
+    await operator.reconcile()
+    took = time.perf_counter() - started_at
+    stop.set()
+    gaps = await ticker
+    await operator.cache.stop()
+    return operator, took, max(gaps)
+
+
+def test_the_loop_serves_other_tasks_while_a_slow_cycle_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    deciding = slowed(monkeypatch, loop, "run_cycle")
 
     async def go() -> None:
         api = cluster()
         submit(api, "train", 2, 4)
-        operator = await started(api)
-        stop = asyncio.Event()
-        ticker = asyncio.create_task(ticks(stop))
-        await asyncio.sleep(0.02)
-        started_at = time.perf_counter()
-        await operator.reconcile()
-        took = time.perf_counter() - started_at
-        stop.set()
-        gaps = await ticker
+        _, took, stall = await reconcile_while_ticking(api)
         assert deciding.is_set() and took >= SLOW
-        assert max(gaps) < PROMPT, f"the loop stalled for {max(gaps):.3f} s"
+        assert stall < PROMPT, f"the loop stalled for {stall:.3f} s"
         assert gates_of(api, "train-0") == [] and gates_of(api, "train-1") == []  # the pass went on as before
-        await operator.cache.stop()
 
     run(go)
 
@@ -146,29 +158,14 @@ def test_a_pass_cancelled_while_deciding_writes_nothing_and_the_next_reads_after
 
 
 def test_the_metrics_figures_are_computed_off_the_loop_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    computing = threading.Event()
-
-    def slow_figures(reading: Any, result: CycleResult) -> Any:
-        computing.set()
-        busy(SLOW)
-        return real_figures(reading, result)
-
-    real_figures = metrics.cluster_figures
-    monkeypatch.setattr(metrics, "cluster_figures", slow_figures)
+    computing = slowed(monkeypatch, metrics, "cluster_figures")
 
     async def go() -> None:
         api = cluster()
         submit(api, "train", 2, 4)
-        operator = await started(api)
-        stop = asyncio.Event()
-        ticker = asyncio.create_task(ticks(stop))
-        await asyncio.sleep(0.02)
-        await operator.reconcile()
-        stop.set()
-        gaps = await ticker
+        operator, _, stall = await reconcile_while_ticking(api)
         assert computing.is_set()
-        assert max(gaps) < PROMPT, f"the loop stalled for {max(gaps):.3f} s"
+        assert stall < PROMPT, f"the loop stalled for {stall:.3f} s"
         assert operator.metrics.figures is not None and operator.metrics.figures.queues
-        await operator.cache.stop()
 
     run(go)
