@@ -28,28 +28,28 @@ demo: setup
 	$(BIN)/draq demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check admission tests bench
+	$(BIN)/ruff check admission tests e2e bench conftest.py
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/chart.py check
 
 unit: $(STAMP)
-	$(BIN)/pytest tests --ignore=tests/e2e
+	$(BIN)/pytest tests
 
 e2e: setup
-	$(BIN)/pytest tests/e2e
+	$(BIN)/pytest e2e
 
 # The same e2e tests with the alpha DRA gates on in every component (partitions, taints, extended resources
 # through DRA, ...), and the group-level differential test once more with native gang scheduling on too.
 e2e-alpha: setup
-	DRAQ_ALPHA_DRA=1 DRAQ_ALPHA_GANGS=1 DRAQ_GANG_TRIALS=5 $(BIN)/pytest tests/e2e/test_local_cluster.py \
-		tests/e2e/test_allocator_vs_scheduler.py tests/e2e/test_operator.py tests/e2e/test_gaps.py \
-		tests/e2e/test_gang_differential.py::test_with_native_gangs_too
+	DRAQ_ALPHA_DRA=1 DRAQ_ALPHA_GANGS=1 DRAQ_GANG_TRIALS=5 $(BIN)/pytest e2e/test_local_cluster.py \
+		e2e/test_allocator_vs_scheduler.py e2e/test_operator.py e2e/test_gaps.py \
+		e2e/test_gang_differential.py::test_with_native_gangs_too
 
 # The Helm chart: derived files current, then its unit tests and its tests on the local control plane.
 chart: setup
 	$(BIN)/python scripts/chart.py check
-	$(BIN)/pytest tests/unit/chart tests/e2e/test_chart.py
+	$(BIN)/pytest tests/unit/chart e2e/test_chart.py
 
 # Rewrite the chart's derived files (CRD and dashboard copies, webhook configurations, values table).
 chart-sync: $(STAMP)

@@ -6,7 +6,7 @@
     python dashboards/build.py --check  # exits 1 when a committed file differs from what is built
 
 tests/unit/test_dashboards.py checks that the committed JSON is what this script writes and that every
-query is valid PromQL (promtool); tests/e2e/test_metrics.py runs every query against a real Prometheus
+query is valid PromQL (promtool); e2e/test_metrics.py runs every query against a real Prometheus
 scraping draq and DCGM-shaped GPU telemetry. Metric names: docs/metrics.md.
 """
 

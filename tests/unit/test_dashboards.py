@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 from admission.core.telemetry import GapFigures
 from admission.operator.metrics import OperatorMetrics
 from admission.webhook.metrics import WebhookMetrics
-from tests.conftest import in_ci
 from tests.support.dashboards import DASHBOARDS, load_builder
+from tests.support.environment import in_ci
 
 OTHER_METRICS = {"up", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
                  "process_resident_memory_bytes", "process_cpu_seconds_total"}

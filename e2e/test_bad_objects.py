@@ -17,8 +17,8 @@ from kubernetes import client
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, gated, pod_group, settings
-from tests.e2e.waiting import until
+from e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, gated, pod_group, settings
+from e2e.waiting import until
 
 __all__ = ["crds"]  # the fixture, shared with test_operator.py
 

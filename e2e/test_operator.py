@@ -21,7 +21,7 @@ from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from admission.operator import Operator, OperatorSettings
 from admission.operator.writer import Writer
-from tests.e2e.waiting import until
+from e2e.waiting import until
 
 GPU_CLASS = "gpu.nvidia.com"
 
@@ -64,7 +64,7 @@ class RunningOperator:
 
 @pytest.fixture(scope="module")
 def crds(control_plane: ControlPlane) -> None:
-    from tests.e2e.test_webhook import REPO
+    from e2e.test_webhook import REPO
     control_plane.kubectl("apply", "-f", str(REPO / "crds"))
     control_plane.kubectl("wait", "--for=condition=Established", "crd/localqueues.draq.io", "crd/podgroups.draq.io",
                           "crd/clusterqueues.draq.io", "crd/quotaunits.draq.io", "--timeout=60s")

@@ -44,7 +44,7 @@ from admission.localcluster import rbac
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import NodeSimulator
 from admission.webhook.configurations import WebhookTarget, configurations
-from tests.e2e.waiting import until
+from e2e.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "draq"

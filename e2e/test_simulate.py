@@ -19,9 +19,9 @@ from admission.cli.main import main
 from admission.core.labels import QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e.test_closed_loop import member, template
-from tests.e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, queues, settings
-from tests.e2e.waiting import until
+from e2e.test_closed_loop import member, template
+from e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, queues, settings
+from e2e.waiting import until
 
 __all__ = ["crds"]
 

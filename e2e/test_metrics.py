@@ -34,7 +34,7 @@ from kubernetes import client
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e.waiting import until
+from e2e.waiting import until
 from tests.support.dashboards import load_builder
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ places the released pods with no test-side pinning.
 For every admitted group every member must be bound on the node draq planned. For every group draq
 keeps waiting, the test releases it without draq (removing the gate by hand, one group at a time) and
 checks that the scheduler cannot bind all of its members at once either. Trials come from
-`tests/e2e/gang_trials.py`, seeded from DRAQ_DIFF_SEED (fixed by default, so in CI; printed).
+`e2e/gang_trials.py`, seeded from DRAQ_DIFF_SEED (fixed by default, so in CI; printed).
 
 With DRAQ_ALPHA_GANGS=1 (`make e2e-alpha`) the same trials run once more on a second control plane
 with native gang scheduling on (Kubernetes 1.35 alpha gates GenericWorkload and GangScheduling, and
@@ -32,11 +32,11 @@ from admission.core.native_gangs import workload, workload_name
 from admission.localcluster import build
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e import gang_trials
-from tests.e2e.gang_trials import MAX_MEMBERS, MIN_MEMBERS, TAINT, TRIAL_LABEL, ZONE_LABEL, Trial, TrialGroup
-from tests.e2e.scenarios import seed_from_environment
-from tests.e2e.test_operator import RunningOperator, apply, crds, pod_group, queues, settings
-from tests.e2e.waiting import until
+from e2e import gang_trials
+from e2e.gang_trials import MAX_MEMBERS, MIN_MEMBERS, TAINT, TRIAL_LABEL, ZONE_LABEL, Trial, TrialGroup
+from e2e.scenarios import seed_from_environment
+from e2e.test_operator import RunningOperator, apply, crds, pod_group, queues, settings
+from e2e.waiting import until
 
 __all__ = ["crds"]
 TRIALS = int(os.environ.get("DRAQ_GANG_TRIALS", "10"))
@@ -238,7 +238,7 @@ def gang_cluster(request: pytest.FixtureRequest) -> Iterator[GangCluster]:
     version = os.environ.get("DRAQ_KUBERNETES_VERSION") or None
     if build.resolve_version(version).lstrip("v").startswith("1.34"):
         pytest.skip("native gang scheduling needs Kubernetes 1.35 or later")
-    from tests.e2e.test_webhook import REPO
+    from e2e.test_webhook import REPO
 
     work_dir = Path(tempfile.mkdtemp(prefix="draq-e2e-gangs-"))
     plane = ControlPlane(work_dir, version=version, alpha_dra=_flag("DRAQ_ALPHA_DRA"), alpha_gangs=True)

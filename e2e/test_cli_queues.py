@@ -26,8 +26,8 @@ from kubernetes import client
 from admission.cli.main import main
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e.test_operator import GPU_CLASS, apply, crds, gang, pod_group
-from tests.e2e.waiting import until
+from e2e.test_operator import GPU_CLASS, apply, crds, gang, pod_group
+from e2e.waiting import until
 
 __all__ = ["crds"]  # the fixture, imported for this module
 

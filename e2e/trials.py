@@ -10,7 +10,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.scenarios import Trial
+from e2e.scenarios import Trial
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 

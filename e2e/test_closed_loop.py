@@ -20,8 +20,8 @@ from admission.core.native_gangs import workload_ref
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from admission.operator import OperatorSettings
-from tests.e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, queues, settings
-from tests.e2e.waiting import until
+from e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, queues, settings
+from e2e.waiting import until
 from tests.support.affinity import pinned_node
 
 __all__ = ["crds"]  # the module-scoped CRD fixture, shared with the operator tests
@@ -138,7 +138,7 @@ def gang_plane() -> Iterator[ControlPlane]:
 
 
 def test_native_gang_members_get_their_workload_and_bind(gang_plane: ControlPlane, unique: str) -> None:
-    from tests.e2e.test_webhook import REPO
+    from e2e.test_webhook import REPO
 
     api = gang_plane.client()
     sim = NodeSimulator(api)

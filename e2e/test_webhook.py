@@ -29,7 +29,7 @@ from cryptography import x509
 
 from admission.localcluster.controlplane import ControlPlane, ControlPlaneError, free_port
 from admission.webhook.certificates import issue_serving, new_ca
-from tests.e2e.waiting import until
+from e2e.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 GATE = "draq.io/admission"

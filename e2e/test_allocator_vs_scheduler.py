@@ -17,7 +17,7 @@ from admission.core.features import gates_for
 from admission.core.models import ResourceClaim, parse_objects
 from admission.localcluster.controlplane import ALPHA_DRA_GATES, ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e import scenarios, trials
+from e2e import scenarios, trials
 
 SEED = scenarios.seed_from_environment()
 TRIALS = int(os.environ.get("DRAQ_DIFF_TRIALS", "300"))

@@ -5,7 +5,7 @@ it to "true"): every run tries the same examples, derived from each test itself.
 with a random seed, printed in the report header; `--hypothesis-seed=N` runs them again with seed N.
 `HYPOTHESIS_PROFILE=ci|dev` or `--hypothesis-profile` picks a profile explicitly.
 
-The scheduler comparisons (tests/e2e) generate their scenarios from a fixed seed (DRAQ_DIFF_SEED picks
+The scheduler comparisons (e2e) generate their scenarios from a fixed seed (DRAQ_DIFF_SEED picks
 another), and the header says whether the shared allocator corpus was found.
 """
 
@@ -17,16 +17,14 @@ import random
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.support.environment import in_ci
+
 # Both start from Hypothesis' own defaults, not from whatever profile is loaded (Hypothesis loads its
 # built-in "ci" profile by itself when it sees CI; "ci" here is that profile, spelled out).
 CI_PROFILE, DEV_PROFILE = "ci", "dev"
 settings.register_profile(CI_PROFILE, settings.get_profile("default"), derandomize=True, database=None,
                           print_blob=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(DEV_PROFILE, settings.get_profile("default"), print_blob=True)
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or (CI_PROFILE if in_ci() else DEV_PROFILE))
@@ -54,11 +52,11 @@ def hypothesis_line(config: pytest.Config) -> str:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    from e2e.scenarios import seed_from_environment
     from tests.conformance.corpus import shared_corpus_status
-    from tests.e2e.scenarios import seed_from_environment
 
     return [hypothesis_line(config),
-            f"scheduler comparison scenarios (tests/e2e): seed {seed_from_environment()} (DRAQ_DIFF_SEED)",
+            f"scheduler comparison scenarios (e2e): seed {seed_from_environment()} (DRAQ_DIFF_SEED)",
             shared_corpus_status()]
 
 

@@ -26,8 +26,8 @@ from admission.core.labels import API_VERSION, GATE, GROUP_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from admission.localcluster.profiles import NVIDIA
-from tests.e2e.test_operator import RunningOperator, apply, crds, settings
-from tests.e2e.waiting import until
+from e2e.test_operator import RunningOperator, apply, crds, settings
+from e2e.waiting import until
 
 __all__ = ["crds"]  # the fixture, imported for this module
 

@@ -8,7 +8,7 @@ from kubernetes import client
 
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e.waiting import until
+from e2e.waiting import until
 
 
 def gpu_pod(name: str, node: str, template: str, gates: list[str] | None = None) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from kubernetes import client
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import RUN_SECONDS_ANNOTATION, NodeSimulator
-from tests.e2e.waiting import until
+from e2e.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 DRAQ_NS = "draq-system"

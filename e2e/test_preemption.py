@@ -10,7 +10,7 @@ from kubernetes import client
 
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from tests.e2e.test_operator import (  # noqa: F401 (fixtures)
+from e2e.test_operator import (  # noqa: F401 (fixtures)
     GPU_CLASS,
     RunningOperator,
     admitted_reason,
@@ -20,7 +20,7 @@ from tests.e2e.test_operator import (  # noqa: F401 (fixtures)
     operator,
     pod_group,
 )
-from tests.e2e.waiting import until
+from e2e.waiting import until
 
 
 def phase(api: Any, namespace: str, group: str) -> str:
