@@ -28,10 +28,10 @@ from inventory import DRIVER, NODE_ALLOCATABLE, cluster_manifests
 
 from admission.core.allocator import Snapshot
 from admission.core.cycle import CycleInput, Wait, collect_groups, rebuild_state, run_cycle
+from admission.core.cycle.preemption import plan_preemptions
 from admission.core.features import gates_for
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.models import Pod, parse_objects
-from admission.core.preemption import plan_preemptions
 from admission.core.quota import (
     DraCel,
     LocalQueue,

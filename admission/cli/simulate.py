@@ -16,7 +16,7 @@ from typing import Any
 
 from admission.cli.allocate import load_documents
 from admission.cli.gaps import Listing, add_model_options, manifest_files, read_cluster
-from admission.core.cycle.timing import format_time, parse_time
+from admission.core.cycle import format_time, parse_time
 from admission.core.errors import InvalidInput
 from admission.core.features import SUPPORTED_VERSIONS, FeatureGates, gates_for, parse_gate_flag
 from admission.core.models import DeviceClass, Model, parse_object

@@ -12,9 +12,18 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from admission.core.cycle import GroupView, due_for_requeue, evicted_status, overdue, requeue
+from admission.core.cycle import (
+    PREEMPTED,
+    GroupView,
+    PreemptionPlan,
+    due_for_requeue,
+    evicted_status,
+    overdue,
+    preempted_status,
+    requeue,
+    victims_of,
+)
 from admission.core.models import Pod
-from admission.core.preemption import PREEMPTED, PreemptionPlan, preempted_status, victims_of
 from admission.core.quota import Phase
 from admission.kube.client import KubeApiError
 from admission.operator.reading import Reading

@@ -25,31 +25,33 @@ from typing import Any, TypeVar
 from prometheus_client import CollectorRegistry
 
 from admission.core.cycle import (
+    LATE_CONDITION,
     Admit,
     CycleInput,
     CycleResult,
+    Extend,
     GroupDecision,
     GroupView,
+    LateWait,
     Wait,
     admitted_event,
     admitted_status,
     charge_corrected_event,
     charge_corrections,
     charging_inventory,
+    decide,
+    extended_status,
+    late_admitted_event,
     late_wait_event,
     next_phase,
     pending_counts,
     pending_status,
     phase_change,
-    run_cycle,
     unreleased_members,
 )
-from admission.core.cycle.late import LATE_CONDITION, Extend, LateWait
-from admission.core.cycle.status import extended_status, late_admitted_event
 from admission.core.errors import DraqError
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
-from admission.core.preemption import PreemptionPlan, plan_preemptions
 from admission.core.quota import Amounts, Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
@@ -69,12 +71,6 @@ T = TypeVar("T")
 
 WRITE_CONCURRENCY = 16
 """Groups whose decisions are written at the same time (each group's own writes stay in order)."""
-
-
-def decide(cycle: CycleInput) -> tuple[CycleResult, PreemptionPlan]:
-    """The cycle's pure decisions: admit or wait per group, then whom to preempt for those that wait."""
-    result = run_cycle(cycle)
-    return result, plan_preemptions(cycle, result)
 
 
 class Operator:
@@ -220,7 +216,7 @@ class Operator:
         await self.unit_status.write(reading)
         if not reading.usage_current:
             return  # admitting against usage that could not be rebuilt could overcommit (the reader said why)
-        result, preemptions = await self._decide(reading.cycle)
+        result = await self._decide(reading.cycle)
         groups = {g.key: g for g in reading.cycle.groups}
         gate = asyncio.Semaphore(WRITE_CONCURRENCY)
 
@@ -235,7 +231,7 @@ class Operator:
                     elif isinstance(decision, LateWait):
                         await self._report_late_wait(reading, group, decision)
                     else:
-                        await self._report_wait(reading, group, preemptions.waits.get(decision.group, decision))
+                        await self._report_wait(reading, group, decision)
                 except KubeApiError as err:
                     self._group_failed(group, err)
 
@@ -246,17 +242,17 @@ class Operator:
                     writing.create_task(write(decision))
         except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
             raise failed.exceptions[0] from None
-        if preemptions.preempts:
-            await self.evictor.preempt(reading, preemptions, now)
+        if result.preemptions.preempts:
+            await self.evictor.preempt(reading, result.preemptions, now)
         await self._write_queue_status(reading, result.state, result.waiting)
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
         await self._off_loop(self.metrics.cycle, reading, result, self.cycle_seconds[-1], self.clock.now())
 
-    async def _decide(self, cycle: CycleInput) -> tuple[CycleResult, PreemptionPlan]:
-        """`decide` in a worker thread, so that webhook reviews and probes are answered meanwhile."""
-        result: tuple[CycleResult, PreemptionPlan] = await self._off_loop(decide, cycle)
+    async def _decide(self, cycle: CycleInput) -> CycleResult:
+        """The core's `decide` in a worker thread, so that webhook reviews and probes are answered meanwhile."""
+        result: CycleResult = await self._off_loop(decide, cycle)
         return result
 
     async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:

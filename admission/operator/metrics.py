@@ -20,8 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from admission.core.cycle import Admit, CycleResult, GroupView
-from admission.core.cycle.steps import STEPS
+from admission.core.cycle import STEPS, Admit, CycleResult, GroupView
 from admission.core.gaps import GapInput, find_gaps
 from admission.core.telemetry import (
     AllocatedDevice,

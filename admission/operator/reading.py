@@ -13,28 +13,27 @@ from admission.core.cycle import (
     GroupView,
     charging_inventory,
     collect_groups,
-    promised_devices,
+    cycle_input,
     rebuild_state,
+    unit_failures_of,
 )
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.labels import QUEUE_LABEL
-from admission.core.models import Pod, ResourceQuota, parse_object
-from admission.core.models.device_taint_rule import apply_taint_rules
+from admission.core.models import Pod, ResourceQuota, apply_taint_rules, parse_object
 from admission.core.quota import (
     ClusterQueue,
     CompiledUnit,
     DraCel,
     QueueState,
+    Unreadable,
     compile_unit,
-    device_selected,
     parse_cluster_queue,
     parse_local_queue,
     parse_pod_group,
     parse_quota_unit,
+    unreadable,
 )
-from admission.core.quota.status import unit_problems
-from admission.core.quota.unreadable import Unreadable, unreadable
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.reflector import Key
 from admission.operator.cache import OperatorCache
@@ -132,10 +131,10 @@ class CacheReader:
         manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
         state, current = self._state(queues, groups, bad)
         snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
-        units, invalid = self._usable(compiled, snapshot, bad)
-        cycle = CycleInput(snapshot, self.gates, groups, local_queues, units, state, device_selected,
-                           promised_devices(groups, snapshot.claims), labels, self.clock.now(),
-                           timer=self.clock.monotonic, invalid=invalid)
+        cycle = cycle_input(snapshot, self.gates, groups, state, local_queues, tuple(compiled),
+                            namespace_labels=labels, now=self.clock.now(), timer=self.clock.monotonic,
+                            invalid={b.label: b.reason for b in bad},
+                            unit_failures=self._unit_failures(compiled, snapshot))
         return Reading(cycle, queues, manifests, current, self._resource_quotas())
 
     def _resource_quotas(self) -> tuple[ResourceQuota, ...]:
@@ -171,21 +170,20 @@ class CacheReader:
         self._snapshot, self._snapshot_inputs = snapshot, inputs
         return snapshot
 
-    def _usable(self, units: list[CompiledUnit], snapshot: Snapshot,
-                bad: list[Unreadable]) -> tuple[tuple[CompiledUnit, ...], dict[str, str]]:
-        """The units that work on the cluster's devices, and every object found invalid: `Kind key` -> why."""
-        inventory = charging_inventory(snapshot, self.gates)
+    def _unit_failures(self, units: list[CompiledUnit], snapshot: Snapshot) -> dict[str, str]:
+        """The units that fail on the cluster's devices (name -> why), computed again only when the units or
+        the charging inventory changed; each is logged once."""
         known = self._problems
-        if known is not None and known[1] is inventory and len(known[0]) == len(units) \
+        marker = charging_inventory(snapshot, self.gates)  # the same object while the devices are the same
+        if known is not None and known[1] is marker and len(known[0]) == len(units) \
                 and all(a is b for a, b in zip(known[0], units, strict=True)):
             failing = known[2]
         else:
-            failing = unit_problems(units, inventory, device_selected)
-            self._problems = (tuple(units), inventory, failing)
+            failing = unit_failures_of(snapshot, self.gates, tuple(units))
+            self._problems = (tuple(units), marker, failing)
         for name, problem in sorted(failing.items()):
             self._warn_once(f"QuotaUnit {name}", problem, "QuotaUnit %s cannot be used: %s", name, problem)
-        invalid = {b.label: b.reason for b in bad} | {f"QuotaUnit {name}": why for name, why in failing.items()}
-        return tuple(u for u in units if u.name not in failing), invalid
+        return failing
 
     def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...],
                bad: list[Unreadable]) -> tuple[QueueState, bool]:

@@ -27,12 +27,13 @@ from admission.core.quota import (
     cluster_queue_active,
     compile_unit,
     device_selected,
+    invalid_queue_active,
+    invalid_unit_event,
     parse_quota_unit,
     pool_counter_sets,
     quota_unit_ready,
     quota_unit_status,
 )
-from admission.core.quota.status import invalid_queue_active, invalid_unit_event
 from admission.kube.client import KubeApiError
 from admission.operator.cache import OperatorCache
 from admission.operator.reading import Reading

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from admission.core.cycle.pinning import pinned_affinity
+from admission.core.cycle import pinned_affinity
 from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
 from admission.core.native_gangs import workload

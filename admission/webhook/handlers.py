@@ -20,17 +20,20 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from admission.core.review import GatingPolicy, Lookups, mutate, validate
-from admission.core.review.envelope import (
+from admission.core.review import (
     AdmissionRequest,
     Decision,
+    GatingPolicy,
+    Lookups,
     MalformedReview,
     ObjectRef,
     malformed_response,
+    mutate,
     parse_review,
     render_response,
     request_uid,
     uid_from_prefix,
+    validate,
 )
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from admission.core.review.envelope import AdmissionRequest
+from admission.core.review import AdmissionRequest
 from admission.core.telemetry import review_outcome
 
 WEBHOOKS = ("mutate", "validate")

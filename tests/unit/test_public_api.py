@@ -12,71 +12,82 @@ PUBLIC = {
         "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlan", "INVALID_POOLS",
         "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
         "RequestExplanation", "Snapshot", "SnapshotIndex", "Status", "Usage", "allocation_to_manifest", "explain",
-        "explain_best", "members_for", "place_gang", "pod_claims",
+        "explain_best", "members_for", "place_gang", "pod_claims"
     ],
     "admission.core.cycle": [
-        "Admit", "ChargeCorrection", "CycleInput", "CycleResult", "DEFAULT_BIND_TIMEOUT", "Evict", "Extend",
-        "GroupDecision", "GroupEvent", "GroupView", "LateWait", "PendingCounts", "PhaseChange", "Requeue",
-        "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status", "charge_corrected_event",
-        "charge_corrections", "charging_inventory", "collect_groups", "due_for_requeue", "evicted_status",
-        "is_managed", "late_members", "late_wait_event", "next_phase", "overdue", "pending_counts", "pending_status",
-        "phase_change", "plan_status", "planned_allocation", "promised_allocations", "promised_devices",
-        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unreleased_members",
+        "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "ChargeCorrection", "CycleInput", "CycleResult",
+        "DEFAULT_BIND_TIMEOUT", "Evict", "Extend", "GroupDecision", "GroupEvent", "GroupView", "LATE_CONDITION",
+        "LateWait", "NODE_NAME_FIELD", "PREEMPTED", "PendingCounts", "PhaseChange", "Preempt", "PreemptionPlan",
+        "Requeue", "STEPS", "StepTimer", "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status",
+        "backoff_seconds", "charge_corrected_event", "charge_corrections", "charging_inventory", "collect_groups",
+        "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
+        "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
+        "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
+        "planned_allocation", "preempted_status", "promised_allocations", "promised_devices", "promised_pods",
+        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreleased_members", "victims_of"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
         "Inventory", "LabelSelector", "LocalQueue", "NONE", "Phase", "Plan", "PlannedClaim", "PodGroup", "QueueState",
         "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
-        "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "cluster_queue_active",
-        "cluster_queue_status", "compile_unit", "device_selected", "device_value", "extended_claim_id",
-        "extended_claims",
-        "extended_resource_claim_spec", "extended_resource_class", "format_amount", "local_queue_status",
-        "parse_cluster_queue", "parse_local_queue", "parse_pod_group", "parse_quota_unit", "pool_counter_sets",
-        "quota_unit_ready", "quota_unit_status", "reconcile", "reconciliation_status",
+        "Unchargeable", "UnitQuota", "UnitStatus", "Unreadable", "charge_group", "charge_status",
+        "cluster_queue_active", "cluster_queue_status", "compile_unit", "device_selected", "device_value",
+        "extended_claim_id", "extended_claims", "extended_resource_claim_spec", "extended_resource_class",
+        "format_amount", "invalid_queue_active", "invalid_unit_event", "local_queue_status", "parse_cluster_queue",
+        "parse_local_queue", "parse_pod_group", "parse_quota_unit", "pool_counter_sets", "quota_unit_ready",
+        "quota_unit_status", "reconcile", "reconciliation_status", "unreadable"
     ],
     "admission.core.models": [
         "ALL", "AllocatedConfig", "AllocationResult", "AttributeValue", "CLAIM_COUNT", "CapacityRange", "ClaimConfig",
-        "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device",
-        "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection",
-        "DeviceTaint", "DeviceToleration", "EXACT_COUNT", "Model", "Namespace", "Node", "NodeSelector",
-        "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "OpaqueConfig", "Pod", "PodResourceClaim",
-        "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceQuota",
-        "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint", "Toleration", "class_devices_resource",
+        "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device", "DeviceAllocation",
+        "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection", "DeviceTaint",
+        "DeviceToleration", "EXACT_COUNT", "Model", "Namespace", "Node", "NodeSelector", "NodeSelectorRequirement",
+        "NodeSelectorTerm", "ObjectMeta", "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus",
+        "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements",
+        "ResourceSlice", "ScalarValue", "Taint", "Toleration", "apply_taint_rules", "class_devices_resource",
         "device_class_of", "is_supported", "node_name_selector", "parse_object", "parse_objects", "qualified_name",
-        "qualify", "requested_resource",
+        "qualify", "requested_resource"
     ],
     "admission.core.gaps": [
         "Account", "Gap", "GapInput", "GapKind", "GapReport", "MEANING", "NativeAccount", "SUPPORTED", "find_gaps",
-        "parse_kind", "read_objects", "render_text",
+        "parse_kind", "read_objects", "render_text"
     ],
     "admission.core.review": [
-        "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",
-        "pod_queue", "selector_matches", "validate",
+        "AdmissionRequest", "Decision", "GatingPolicy", "JsonObject", "Lookups", "MalformedReview", "ObjectRef",
+        "QueueChoice", "job_group_min", "label_value", "malformed_response", "mutate", "namespace_is_managed",
+        "parse_review", "pod_queue", "render_response", "request_uid", "selector_matches", "uid_from_prefix", "validate"
     ],
     "admission.core.telemetry": [
         "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo",
         "ReviewOutcome", "allocated_devices", "device_uuid", "gap_figures", "group_figures", "loop_stall",
         "loop_unready", "pod_queues", "published_devices", "queue_figures", "queue_infos", "release_latency",
-        "review_outcome",
+        "review_outcome"
     ],
     "admission.core.views": [
-        "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why",
+        "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"
     ],
     "admission.core.simulate": [
         "ClaimDevices", "DEFAULT_RUN_TIME", "Fate", "GroupOutcome", "Loaded", "NodeMaker", "NodePlan", "Progress",
-        "ProgressHook", "RUN_TIME_ANNOTATION", "SimulationResult", "SimulationSettings", "SimulatedCluster",
+        "ProgressHook", "RUN_TIME_ANNOTATION", "SimulatedCluster", "SimulationResult", "SimulationSettings",
         "declared_run_times", "format_duration", "job_pods", "load", "merged", "parse_duration", "plan_nodes",
-        "render_table", "run_time", "simulate", "submit",
+        "render_table", "run_time", "simulate", "submit"
     ],
-    "admission.core.preemption": [
-        "Holding", "NoVictims", "PREEMPTED", "Preempt", "PreemptionPlan", "Preemptor", "SearchInput", "Victims",
-        "candidates", "find_victims", "holdings", "may_preempt", "plan_preemptions", "preempted_status",
-        "victims_of", "without_devices", "without_pods",
+    "admission.core.cycle.preemption": [
+        "Holding", "NoVictims", "PREEMPTED", "Preemptor", "SearchInput", "Victims", "candidates", "find_victims",
+        "holdings", "may_preempt", "nodes_after", "plan_preemptions", "preempted_status", "victims_of",
+        "without_devices", "without_pods"
     ],
     "admission.core.cel": [
         "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",
-        "compile_expression", "compile_selector",
+        "compile_expression", "compile_selector"
+    ],
+    "admission.core.nodefit": [
+        "AFFINITY_MISMATCH", "EXISTING_ANTI_AFFINITY", "ExistingAntiAffinity", "NODE_NAME_MISMATCH", "NodeFacts",
+        "NodeFitIndex", "NodeUsage", "PodFit", "TOO_MANY_PODS", "UNSCHEDULABLE", "allocatable_amounts",
+        "container_requests", "insufficient", "is_extended_resource", "is_scalar_resource", "matches_node_affinity",
+        "matches_node_selector", "pod_requests", "resource_reasons", "scheduler_amounts", "static_reason",
+        "tolerates_unschedulable", "untolerated", "untolerated_taint"
     ],
 }
 

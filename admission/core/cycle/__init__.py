@@ -1,21 +1,18 @@
 """The admission cycle of groups (gang admission) and what follows an admission.
 
-`collect_groups` turns managed pods and PodGroups into `GroupView`s; `run_cycle(CycleInput)` decides,
-for every pending group, `Admit` (charge, borrowed part, plan) or `Wait` (reason and message);
+`collect_groups` turns managed pods and PodGroups into `GroupView`s; `cycle_input` builds the decision's
+input from parsed objects; `decide(CycleInput)` is the whole decision, the operator's and the simulator's:
+late members of admitted groups (`Extend` or `LateWait`), then for every pending group `Admit` (charge,
+borrowed part, plan) or `Wait` (reason and message), then whom to preempt (`CycleResult.preemptions`).
 `rebuild_state`, `promised_devices`, `next_phase`, `unreleased_members` and `charge_corrections` carry
 admissions across cycles and restarts; `status` renders what the operator writes.
+
+Inside: `types` (the cycle's types), `admit` (the admission pass, `run_cycle`), `late` (late members),
+`preemption` (victims for the groups left waiting), `decide` (the three together).
 """
 
-from admission.core.cycle.decide import (
-    Admit,
-    CycleInput,
-    CycleResult,
-    GroupDecision,
-    Wait,
-    WaitReason,
-    charging_inventory,
-    run_cycle,
-)
+from admission.core.cycle.admit import run_cycle
+from admission.core.cycle.decide import cycle_input, decide, unit_failures_of
 from admission.core.cycle.eviction import (
     DEFAULT_BIND_TIMEOUT,
     Evict,
@@ -26,8 +23,12 @@ from admission.core.cycle.eviction import (
     requeue,
 )
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
-from admission.core.cycle.late import Extend, LateWait, late_members
+from admission.core.cycle.inventory import charging_inventory
+from admission.core.cycle.late import LATE_CONDITION, late_members
+from admission.core.cycle.nodes import promised_pods
+from admission.core.cycle.pinning import NODE_NAME_FIELD, pin_requirement, pinned_affinity
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
+from admission.core.cycle.preemption import PREEMPTED, preempted_status, victims_of
 from admission.core.cycle.progress import (
     ChargeCorrection,
     charge_corrections,
@@ -37,21 +38,45 @@ from admission.core.cycle.progress import (
     unreleased_members,
 )
 from admission.core.cycle.status import (
+    ADMITTED_CONDITION,
     GroupEvent,
     PendingCounts,
     PhaseChange,
     admitted_event,
     admitted_status,
     charge_corrected_event,
+    extended_status,
+    late_admitted_event,
     late_wait_event,
     pending_counts,
     pending_status,
     phase_change,
     plan_status,
 )
+from admission.core.cycle.steps import ALLOCATOR, CHARGING, STEPS, StepTimer
+from admission.core.cycle.timing import backoff_seconds, format_time, parse_time
+from admission.core.cycle.types import (
+    Admit,
+    CycleInput,
+    CycleResult,
+    Extend,
+    GroupDecision,
+    LateWait,
+    Preempt,
+    PreemptionPlan,
+    Wait,
+    WaitReason,
+)
 
 __all__ = [
+    "ADMITTED_CONDITION",
+    "ALLOCATOR",
+    "CHARGING",
     "DEFAULT_BIND_TIMEOUT",
+    "LATE_CONDITION",
+    "NODE_NAME_FIELD",
+    "PREEMPTED",
+    "STEPS",
     "TERMINAL_PHASES",
     "Admit",
     "ChargeCorrection",
@@ -65,32 +90,48 @@ __all__ = [
     "LateWait",
     "PendingCounts",
     "PhaseChange",
+    "Preempt",
+    "PreemptionPlan",
     "Requeue",
+    "StepTimer",
     "Wait",
     "WaitReason",
     "admitted_event",
     "admitted_status",
+    "backoff_seconds",
     "charge_corrected_event",
     "charge_corrections",
     "charging_inventory",
     "collect_groups",
+    "cycle_input",
+    "decide",
     "due_for_requeue",
     "evicted_status",
+    "extended_status",
+    "format_time",
     "is_managed",
+    "late_admitted_event",
     "late_members",
     "late_wait_event",
     "next_phase",
     "overdue",
+    "parse_time",
     "pending_counts",
     "pending_status",
     "phase_change",
+    "pin_requirement",
+    "pinned_affinity",
     "plan_status",
     "planned_allocation",
+    "preempted_status",
     "promised_allocations",
     "promised_devices",
+    "promised_pods",
     "rebuild_state",
     "recorded_plan",
     "requeue",
     "run_cycle",
+    "unit_failures_of",
     "unreleased_members",
+    "victims_of",
 ]

@@ -1,468 +1,54 @@
-"""One admission cycle: order the pending groups, and admit each one whose charge and devices both fit.
+"""The whole admission decision, the same for the operator and for `draq simulate`.
 
-Pure. The input is an immutable snapshot (DRA objects, nodes and the pods on them, groups, queues,
-units, the queue accounting rebuilt from groups admitted before, devices promised to
-admitted-but-unbound groups); the output is one decision per pending group. Groups are taken by
-priority, then in creation order within a ClusterQueue, alternating between ClusterQueues at equal
-priority. Each admitted group's devices, node resources and charge are taken before the next group
-is considered; a group is admitted whole or not at all.
+`cycle_input` builds the decision's input from parsed objects; `decide` runs the admission pass (late
+members first, then the pending groups in order) and then preemption for the groups left waiting.
+The operator writes what `decide` returns; the simulator applies it to its simulated cluster.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
-from admission.core.allocator import (
-    Allocator,
-    GangPlan,
-    KnownUnfit,
-    Snapshot,
-    SnapshotIndex,
-    Usage,
-    members_for,
-    place_gang,
-)
-from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
-from admission.core.cycle.late import Extend, LateWait, extend, late_members
-from admission.core.cycle.plans import recorded_plan
-from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
-from admission.core.cycle.timing import format_time, in_backoff
-from admission.core.errors import DraqError
+from admission.core.allocator import Snapshot
+from admission.core.cycle.admit import run_cycle
+from admission.core.cycle.groups import GroupView
+from admission.core.cycle.inventory import charging_inventory
+from admission.core.cycle.preemption import plan_preemptions
+from admission.core.cycle.progress import promised_devices
+from admission.core.cycle.types import CycleInput, CycleResult, Wait
 from admission.core.features import FeatureGates
-from admission.core.models import AllocationResult, Device, Pod, ResourceClaim
-from admission.core.nodefit import NodeUsage, PodFit
-from admission.core.quota import (
-    Amounts,
-    ChargeResult,
-    CompiledUnit,
-    GroupObjects,
-    Inventory,
-    LocalQueue,
-    Phase,
-    Plan,
-    QueueingStrategy,
-    QueueState,
-    RecordedPlan,
-    SelectionFilter,
-    Unchargeable,
-    charge_group,
-    extended_claims,
-)
-from admission.core.quota.fairshare import dominant_share
+from admission.core.quota import CompiledUnit, LocalQueue, QueueState, device_selected
+from admission.core.quota.status import unit_problems
 
 
-class WaitReason(StrEnum):
-    """Why a group stays pending; also the PodGroup condition's reason."""
-
-    INCOMPLETE = "Incomplete"
-    INVALID = "InvalidGroup"
-    NO_QUEUE = "QueueMissing"
-    QUOTA = "QuotaExceeded"
-    DEVICES = "DevicesUnavailable"
-    NODES = "NodesUnavailable"  # a pod passes the scheduler's node filters (resources, taints, affinity) nowhere
-    UNSUPPORTED = "UnsupportedConstraint"  # required inter-pod constraints draq cannot check
-    UNCHARGEABLE = "Unchargeable"
-    BLOCKED = "BlockedByStrictFIFO"
-    NO_UNIT = "QuotaUnitMissing"
-    BACKOFF = "EvictedBackoff"
-    QUEUE_INVALID = "QueueInvalid"  # its LocalQueue or ClusterQueue does not parse
-    UNIT_INVALID = "QuotaUnitInvalid"  # its queue quotes a unit that does not compile or fails on a device
-    USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
-    UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
+def decide(cycle: CycleInput) -> CycleResult:
+    """Admit or wait for every pending group, extend admitted groups with late members, and choose whom to
+    preempt for the groups that wait; the preemptors' Waits say what happens to them."""
+    result = run_cycle(cycle)
+    preemptions = plan_preemptions(cycle, result)
+    if not preemptions.preempts and not preemptions.waits:
+        return result
+    decisions = tuple(preemptions.waits.get(d.group, d) if isinstance(d, Wait) else d for d in result.decisions)
+    return replace(result, decisions=decisions, preemptions=preemptions)
 
 
-@dataclass(frozen=True, slots=True)
-class Admit:
-    group: str
-    cluster_queue: str
-    local_queue: str
-    charge: Amounts
-    borrowed: Amounts
-    plan: RecordedPlan
-    placements: Mapping[str, str]  # pod key -> node
-    allocations: Mapping[str, AllocationResult]  # allocator claim key -> devices
-    charge_lines: tuple[str, ...] = ()
+def cycle_input(snapshot: Snapshot, gates: FeatureGates, groups: tuple[GroupView, ...], state: QueueState,
+                local_queues: Mapping[str, LocalQueue], units: tuple[CompiledUnit, ...], *,
+                namespace_labels: Mapping[str, Mapping[str, str]] | None = None, now: dt.datetime | None = None,
+                timer: Callable[[], float] | None = None, invalid: Mapping[str, str] | None = None,
+                unit_failures: Mapping[str, str] | None = None) -> CycleInput:
+    """The decision's input. `invalid`: objects that did not parse (`Kind key` -> why); `unit_failures`: the
+    units that fail on the cluster's devices (name -> why), computed here when not given. Failing units are
+    left out and named in `CycleInput.invalid`, so that only the queues quoting them wait."""
+    failing = unit_failures if unit_failures is not None else unit_failures_of(snapshot, gates, units)
+    usable = tuple(u for u in units if u.name not in failing)
+    named = {**(invalid or {}), **{f"QuotaUnit {name}": why for name, why in failing.items()}}
+    return CycleInput(snapshot, gates, groups, local_queues, usable, state, device_selected,
+                      promised_devices(groups, snapshot.claims), namespace_labels, now, timer, named)
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
-    group: str
-    reason: WaitReason
-    message: str
-    cluster_queue: str = ""
-
-
-GroupDecision = Admit | Wait | Extend | LateWait
-
-
-@dataclass(frozen=True, slots=True)
-class CycleInput:
-    snapshot: Snapshot
-    gates: FeatureGates
-    groups: tuple[GroupView, ...]  # pending groups only are considered; others are ignored
-    local_queues: Mapping[str, LocalQueue]  # by `namespace/name`
-    units: tuple[CompiledUnit, ...]
-    state: QueueState
-    matches: SelectionFilter
-    promised: tuple[AllocationResult, ...] = ()
-    namespace_labels: Mapping[str, Mapping[str, str]] | None = None  # None: do not check selectors
-    now: dt.datetime | None = None  # None: evicted groups are not held back by their backoff
-    timer: Callable[[], float] | None = None  # the shell's monotonic clock: CycleResult.step_seconds
-    # Objects that do not parse or cannot be used, by `Kind name` / `Kind namespace/name`: why. QuotaUnits
-    # named here are not in `units`; the groups that need one of them wait with its reason.
-    invalid: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CycleResult:
-    decisions: tuple[GroupDecision, ...]
-    state: QueueState  # accounting after this cycle's admissions
-    usage: Usage = field(repr=False, default_factory=Usage)
-    step_seconds: Mapping[str, float] = field(default_factory=dict)  # allocator, charging (with a timer)
-
-    @property
-    def admitted(self) -> tuple[Admit, ...]:
-        return tuple(d for d in self.decisions if isinstance(d, Admit))
-
-    @property
-    def waiting(self) -> tuple[Wait, ...]:
-        return tuple(d for d in self.decisions if isinstance(d, Wait))
-
-    def decision(self, group: str) -> GroupDecision | None:
-        return next((d for d in self.decisions if d.group == group), None)
-
-
-def run_cycle(cycle: CycleInput) -> CycleResult:
-    allocator = Allocator(cycle.snapshot, cycle.gates)
-    steps = StepTimer(cycle.timer)
-    usage = allocator.usage.copy()
-    for allocation in cycle.promised:
-        usage.add(allocation, cycle.gates)
-    nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
-    inventory = charging_inventory(cycle.snapshot, cycle.gates)
-    state = cycle.state
-    decisions: list[GroupDecision] = []
-    pending = [g for g in cycle.groups if g.pending]
-    early = [_precheck(g, cycle) for g in pending]
-    decisions.extend(w for w in early if w is not None)
-    ready = [g for g, w in zip(pending, early, strict=True) if w is None]
-    # Late members of admitted groups go first: their group already runs.
-    for group in cycle.groups:
-        late = late_members(group)
-        if not late:
-            continue
-        grown = extend(group, late, state, allocator, usage, nodes, inventory, cycle)
-        decisions.append(grown)
-        if isinstance(grown, Extend):
-            state = state.recharge(group.key, grown.charge)
-            for allocation in grown.allocations.values():
-                usage.add(allocation, cycle.gates)
-            nodes = _with_pods(nodes, late, grown.placements)
-    blocked: dict[str, str] = {}
-    # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
-    unfit = _Unfit()
-    extended = extended_claims(cycle.snapshot.claims.values())
-    for group, cluster_queue in _ordered(ready, cycle):
-        if cluster_queue in blocked:
-            decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
-                                  f"and group {blocked[cluster_queue]} ahead of it does not fit yet",
-                                  cluster_queue))
-            continue
-        local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
-        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                           unfit.at(usage, nodes), extended)
-        decisions.append(decision)
-        if isinstance(decision, Admit):
-            state = state.admit(group.key, cluster_queue, decision.charge, local.key)
-            for allocation in decision.allocations.values():
-                usage.add(allocation, cycle.gates)
-            nodes = _with_pods(nodes, group.pods, decision.placements)
-            unfit.admitted(allocator, usage, decision.placements.values())
-        elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
-            blocked[cluster_queue] = group.key
-    return CycleResult(tuple(decisions), state, usage, steps.totals())
-
-
-class _Unfit:
-    """What placing found for one state of the device and node usage (`KnownUnfit`)."""
-
-    def __init__(self) -> None:
-        self.usage: Usage | None = None
-        self.version = -1
-        self.nodes: NodeUsage | None = None
-        self.known = KnownUnfit()
-        self.full: frozenset[str] | None = None  # carried over an admission, which only adds to the usage
-
-    def at(self, usage: Usage, nodes: NodeUsage) -> KnownUnfit:
-        if usage is not self.usage or usage.version != self.version or nodes is not self.nodes:
-            full, self.full = self.full, None
-            self.usage, self.version, self.nodes, self.known = usage, usage.version, nodes, KnownUnfit(full=full)
-        return self.known
-
-    def admitted(self, allocator: Allocator, usage: Usage, placed: Iterable[str]) -> None:
-        """An admission added to `usage` on the `placed` nodes only: the nodes full before stay full, and
-        of the placed ones those now full join them."""
-        before = self.known.full
-        if before is not None and usage is self.usage:
-            self.full = before | allocator.full_nodes(usage, set(placed) - before)
-
-
-def promised_pods(groups: Sequence[GroupView], nodes: NodeUsage) -> NodeUsage:
-    """`nodes` plus the members of admitted groups that are not bound yet, on the nodes their plan names:
-    the scheduler is about to place them there, so their requests are taken as node devices are."""
-    for group in groups:
-        pod_group = group.pod_group
-        if pod_group is not None and pod_group.phase is Phase.ADMITTED:
-            planned = {f"{group.namespace}/{name}": node for name, node in pod_group.plan.nodes}
-            nodes = _with_pods(nodes, group.pods, planned)
-    return nodes
-
-
-def _with_pods(nodes: NodeUsage, pods: Sequence[Pod], placements: Mapping[str, str]) -> NodeUsage:
-    for pod in pods:
-        node = placements.get(pod.key)
-        if node and not pod.node_name and pod.phase not in TERMINAL_PHASES:
-            nodes = nodes.plus(node, PodFit.of(pod).requests)
-    return nodes
-
-
-def charging_inventory(snapshot: Snapshot, gates: FeatureGates) -> Inventory:
-    """The devices each node can use, as charging sees them: built once per inventory index, and from
-    the previous index's for the nodes whose view did not change."""
-    held: _ChargingInventory = snapshot.inventory.derived(("charging inventory", gates), _ChargingInventory)
-    if held.inventory is None:
-        held.inventory = held.build(snapshot, gates)
-        held.stale, held.changed = None, None
-    return held.inventory
-
-
-@dataclass(slots=True)
-class _ChargingInventory:
-    inventory: Inventory | None = None
-    stale: Inventory | None = None  # the previous index's, for the nodes outside `changed`
-    changed: set[str] | None = None
-
-    def carried(self, index: SnapshotIndex, changed_devices: set[str]) -> _ChargingInventory:
-        base = self.inventory or self.stale
-        nodes = index.changed_nodes
-        if base is None or nodes is None or (self.inventory is None and self.changed is None):
-            return _ChargingInventory()
-        return _ChargingInventory(None, base, nodes if self.inventory is not None else nodes | (self.changed or set()))
-
-    def build(self, snapshot: Snapshot, gates: FeatureGates) -> Inventory:
-        index, nodes = snapshot.inventory, snapshot.nodes
-        if self.stale is None or self.changed is None:
-            devices: dict[str, tuple[Device, ...]] = {
-                name: index.node_view(node, gates).devices for name, node in nodes.items()}
-            return Inventory.of(index.classes.values(), devices, nodes.values())
-        stale, changed = self.stale, self.changed
-        fresh = Inventory.of((), {}, (nodes[name] for name in changed if name in nodes))
-        if nodes.keys() == stale.devices_by_node.keys() == stale.extended_by_node.keys():
-            # The same nodes in the same order: copy, and replace the changed ones.
-            by_node, extended = dict(stale.devices_by_node), dict(stale.extended_by_node)
-            for name in changed:
-                if name in nodes:
-                    by_node[name] = index.node_view(nodes[name], gates).devices
-                    extended[name] = fresh.extended_by_node[name]
-        else:
-            by_node = {name: index.node_view(node, gates).devices
-                       if name in changed or name not in stale.devices_by_node else stale.devices_by_node[name]
-                       for name, node in nodes.items()}
-            extended = {name: fresh.extended_by_node[name] if name in changed or name not in stale.extended_by_node
-                        else stale.extended_by_node[name] for name in nodes}
-        same_ids = all(name in stale.devices_by_node and name in by_node
-                       and [d.id for d in by_node[name]] == [d.id for d in stale.devices_by_node[name]]
-                       for name in changed) and by_node.keys() == stale.devices_by_node.keys()
-        if same_ids:  # the same devices in the same places: only the changed nodes' objects are new
-            by_id = dict(stale.devices_by_id)
-            for name in changed:
-                for device in by_node[name]:
-                    by_id[device.id] = device
-        else:
-            by_id = {d.id: d for devices in by_node.values() for d in devices}
-        return Inventory(stale.device_classes, by_node, extended, by_id)
-
-
-# ----- before ordering ------------------------------------------------------------------------------
-def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
-    if group.unreadable:
-        return Wait(group.key, WaitReason.UNREADABLE, f"{group.unreadable}; whether the group is admitted "
-                    "cannot be told, so it is not considered until its PodGroup is fixed")
-    if group.problem:
-        return Wait(group.key, WaitReason.INVALID, group.problem)
-    local = cycle.local_queues.get(f"{group.namespace}/{group.queue}")
-    unusable = _unusable_queue(group, local, cycle)
-    if unusable is not None or local is None:
-        return unusable
-    selector = cycle.state.queues[local.cluster_queue].namespace_selector
-    labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
-    if labels is not None and not selector.matches(labels):
-        return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
-                    f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
-    retry = in_backoff(group, cycle.now) if cycle.now is not None else None
-    if retry is not None:
-        return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
-                    f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
-                    local.cluster_queue)
-    unsupported = _unsupported_constraint(group) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
-    if unsupported:
-        return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
-    present = len(group.pods)
-    if present < group.min_member:
-        return Wait(group.key, WaitReason.INCOMPLETE, f"{present} of {group.min_member} members exist; "
-                    "waiting for the rest", local.cluster_queue)
-    return None
-
-
-def _unusable_queue(group: GroupView, local: LocalQueue | None, cycle: CycleInput) -> Wait | None:
-    """The group's LocalQueue, ClusterQueue or a unit its queue quotes is missing or invalid, or the queue's
-    usage is unknown. Each bad object stops only the groups that need it, with its reason."""
-    if local is None:
-        name = f"{group.namespace}/{group.queue}"
-        broken = cycle.invalid.get(f"LocalQueue {name}")
-        if broken:
-            return Wait(group.key, WaitReason.QUEUE_INVALID, f"LocalQueue {name} is invalid: {broken}")
-        return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {name} does not exist")
-    queue = local.cluster_queue
-    if queue not in cycle.state.queues:
-        broken = cycle.invalid.get(f"ClusterQueue {queue}")
-        points = f"LocalQueue {local.key} points to ClusterQueue {queue}"
-        if broken:
-            return Wait(group.key, WaitReason.QUEUE_INVALID, f"{points}, which is invalid: {broken}", queue)
-        return Wait(group.key, WaitReason.NO_QUEUE, f"{points}, which does not exist", queue)
-    return _unusable_units(group, queue, cycle)
-
-
-def _unusable_units(group: GroupView, queue: str, cycle: CycleInput) -> Wait | None:
-    # Charges already recorded in a unit that is missing or invalid stay in the queue's usage; nothing new
-    # is admitted while a quoted unit cannot be computed.
-    quoted = [q.unit for q in cycle.state.queues[queue].quotas]
-    invalid = [cycle.invalid[f"QuotaUnit {unit}"] for unit in quoted if f"QuotaUnit {unit}" in cycle.invalid]
-    if invalid:
-        return Wait(group.key, WaitReason.UNIT_INVALID, f"ClusterQueue {queue} quotes an invalid unit: "
-                    f"{'; '.join(invalid)}; fix the QuotaUnit or remove it from the queue's spec.quotas", queue)
-    known_units = {unit.name for unit in cycle.units}
-    missing = sorted(unit for unit in quoted if unit not in known_units)
-    if missing:
-        return Wait(group.key, WaitReason.NO_UNIT, f"ClusterQueue {queue} quotes QuotaUnit {', '.join(missing)}, "
-                    "which does not exist (deleted?); restore it or remove it from the queue's spec.quotas", queue)
-    unknown = cycle.state.usage_unknown(queue)
-    if unknown:
-        return Wait(group.key, WaitReason.USAGE_UNKNOWN, f"ClusterQueue {queue} admits nothing new while its "
-                    f"usage is unknown: {unknown}", queue)
-    return None
-
-
-def _unsupported_constraint(group: GroupView) -> str:
-    """Required inter-pod constraints decide where a pod may go by where other pods are; draq does not
-    evaluate them, so it cannot promise the scheduler binds the whole group, and does not admit it."""
-    for pod in group.pods:
-        kinds = [kind for count, kind in (
-            (pod.required_pod_affinity, "required pod affinity"),
-            (pod.required_pod_anti_affinity, "required pod anti-affinity"),
-            (pod.hard_topology_spread, "a topology spread constraint with whenUnsatisfiable DoNotSchedule"),
-        ) if count]
-        if kinds:
-            return (f"pod {pod.key} uses {' and '.join(kinds)}, which draq does not evaluate: it cannot "
-                    "promise that the scheduler places every member of the group at once. Use the preferred "
-                    "forms (preferredDuringSchedulingIgnoredDuringExecution, whenUnsatisfiable ScheduleAnyway) "
-                    "or remove them")
-    return ""
-
-
-def _claim_shared_in_native_gang(group: GroupView, claims: Mapping[str, ResourceClaim]) -> str:
-    """Members of one native gang (the same Workload) that share a ResourceClaim not allocated yet: the
-    scheduler (1.35) allocates the claim for the first member, which then waits at the gang's Permit
-    step, and refuses the others while the claim "is in the process of being allocated". The gang never
-    binds, so draq does not admit it."""
-    users: dict[tuple[str, str], list[str]] = {}
-    for pod in group.pods:
-        if not pod.workload:
-            continue
-        for entry in pod.resource_claims:
-            if entry.resource_claim_name is not None:
-                users.setdefault((pod.workload, entry.resource_claim_name), []).append(pod.name)
-    for (workload, name), pods in sorted(users.items()):
-        claim = claims.get(f"{group.namespace}/{name}")
-        if len(pods) > 1 and (claim is None or claim.allocation is None):
-            return (f"pods {', '.join(sorted(pods))} share ResourceClaim {group.namespace}/{name} and are members "
-                    f"of the native gang {workload}: the scheduler does not allocate a claim shared inside a "
-                    "gang, so the gang would never bind. Allocate the claim first (e.g. for a pod outside "
-                    "the gang), use a template per pod, or leave these pods out of native gangs")
-    return ""
-
-
-def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[GroupView, str]]:
-    """Priority first; within a priority, ClusterQueues take turns, each in creation order; in each turn
-    the queue with the lowest weighted dominant share of its cohort (at the start of the cycle) goes first."""
-    queues: dict[str, list[GroupView]] = {}
-    for group in sorted(groups, key=lambda g: (-g.priority, g.created, g.key)):
-        queues.setdefault(cycle.local_queues[f"{group.namespace}/{group.queue}"].cluster_queue, []).append(group)
-    served = {name: 0 for name in queues}
-    shares = {name: dominant_share(cycle.state, name) for name in queues}
-    order: list[tuple[GroupView, str]] = []
-    while queues:
-        name = min(queues, key=lambda q: (-queues[q][0].priority, served[q], shares[q], queues[q][0].created, q))
-        order.append((queues[name].pop(0), name))
-        served[name] += 1
-        if not queues[name]:
-            del queues[name]
-    return order
-
-
-# ----- one group ------------------------------------------------------------------------------------
-def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
-            inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
-            known: KnownUnfit | None = None,
-            extended: Mapping[tuple[str, str], ResourceClaim] | None = None) -> GroupDecision:
-    queue = local.cluster_queue
-    snapshot = cycle.snapshot
-    objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates, extended)
-    try:
-        members = members_for(group.pods, snapshot.claims, snapshot.templates)
-    except DraqError as err:
-        return Wait(group.key, WaitReason.DEVICES, str(err), queue)
-    with steps.step(ALLOCATOR):
-        placed = place_gang(allocator, members, usage=usage, nodes=nodes, known=known)
-    if placed.error:
-        # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
-        # that is the reason to give, whatever the quota says.
-        return _unplaced(group, placed, queue)
-    plan = Plan(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
-    try:
-        with steps.step(CHARGING):
-            charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
-    except Unchargeable as err:
-        if not placed.feasible:
-            return _unplaced(group, placed, queue)
-        return Wait(group.key, WaitReason.UNCHARGEABLE, str(err), queue)
-    fits = state.fits(queue, charged.total)
-    if not fits.ok:
-        return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged), queue)
-    if not placed.feasible:
-        return _unplaced(group, placed, queue)
-    return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
-                 recorded_plan(group.pods, placed.placements, placed.allocations),
-                 dict(placed.placements), dict(placed.allocations),
-                 tuple(f"{line.source}: {line.amounts.describe()}" for line in charged.lines if line.amounts))
-
-
-def _quota_message(reason: str, charged: ChargeResult) -> str:
-    return f"{reason} (group needs {charged.total.describe() if charged.total else 'nothing'})"
-
-
-def _unplaced(group: GroupView, placed: GangPlan, queue: str) -> Wait:
-    reason = WaitReason.NODES if placed.unschedulable else WaitReason.DEVICES
-    return Wait(group.key, reason, _devices_message(placed), queue)
-
-
-def _devices_message(placed: GangPlan) -> str:
-    message = placed.reason or "the group's pods fit on no set of nodes"
-    if placed.explanation is not None:
-        requests = [r for r in placed.explanation.requests if r.short_by] or list(placed.explanation.requests)
-        if requests:
-            message += "; " + "; ".join(r.describe() for r in requests)
-    return message
+def unit_failures_of(snapshot: Snapshot, gates: FeatureGates, units: tuple[CompiledUnit, ...]) -> dict[str, str]:
+    """The units that cannot be evaluated on the snapshot's devices: name -> why."""
+    return unit_problems(units, charging_inventory(snapshot, gates), device_selected)

@@ -8,18 +8,14 @@ like the others. Otherwise it stays gated and the group says why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from admission.core.allocator import Allocator, Usage, members_for, place_gang
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.plans import recorded_plan
+from admission.core.cycle.types import CycleInput, Extend, LateWait
 from admission.core.errors import DraqError
-from admission.core.models import AllocationResult, Pod
+from admission.core.models import Pod
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
-    Amounts,
     GroupObjects,
     Inventory,
     Plan,
@@ -29,29 +25,7 @@ from admission.core.quota import (
     charge_group,
 )
 
-if TYPE_CHECKING:
-    from admission.core.cycle.decide import CycleInput
-
 LATE_CONDITION = "MembersAdmitted"
-
-
-@dataclass(frozen=True, slots=True)
-class Extend:
-    """Late members admitted into their group: the record's new charge and plan, and where they go."""
-
-    group: str
-    cluster_queue: str
-    charge: Amounts  # the group's whole charge, late members included
-    added: Amounts
-    plan: RecordedPlan  # the recorded plan with the late members added
-    placements: Mapping[str, str]  # pod key -> node, for the late members
-    allocations: Mapping[str, AllocationResult]
-
-
-@dataclass(frozen=True, slots=True)
-class LateWait:
-    group: str
-    message: str
 
 
 def late_members(group: GroupView) -> tuple[Pod, ...]:

@@ -8,10 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from admission.core.cycle.decide import Admit, Wait, WaitReason
 from admission.core.cycle.groups import GroupView
-from admission.core.cycle.late import Extend, LateWait
 from admission.core.cycle.progress import ChargeCorrection
+from admission.core.cycle.types import Admit, Extend, LateWait, Wait, WaitReason
 from admission.core.quota import Amounts, Phase, RecordedPlan, charge_status
 
 ADMITTED_CONDITION = "Admitted"

@@ -44,12 +44,15 @@ from admission.core.quota.status import (
     CounterSets,
     cluster_queue_active,
     cluster_queue_status,
+    invalid_queue_active,
+    invalid_unit_event,
     local_queue_status,
     pool_counter_sets,
     quota_unit_ready,
     quota_unit_status,
 )
 from admission.core.quota.units import Counting, ExtendedResource, QuotaUnit, parse_quota_unit
+from admission.core.quota.unreadable import Unreadable, unreadable
 
 __all__ = [
     "NONE",
@@ -84,6 +87,7 @@ __all__ = [
     "Unchargeable",
     "UnitQuota",
     "UnitStatus",
+    "Unreadable",
     "charge_group",
     "charge_status",
     "cluster_queue_active",
@@ -96,6 +100,8 @@ __all__ = [
     "extended_resource_claim_spec",
     "extended_resource_class",
     "format_amount",
+    "invalid_queue_active",
+    "invalid_unit_event",
     "local_queue_status",
     "parse_cluster_queue",
     "parse_local_queue",
@@ -106,4 +112,5 @@ __all__ = [
     "quota_unit_status",
     "reconcile",
     "reconciliation_status",
+    "unreadable",
 ]

@@ -15,6 +15,18 @@ One module per object kind, as a controller's mutating and validating paths:
 when they name none).
 """
 
+from admission.core.review.envelope import (
+    AdmissionRequest,
+    Decision,
+    JsonObject,
+    MalformedReview,
+    ObjectRef,
+    malformed_response,
+    parse_review,
+    render_response,
+    request_uid,
+    uid_from_prefix,
+)
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_mutation import job_group_min, mutate
 from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
@@ -22,14 +34,24 @@ from admission.core.review.selectors import selector_matches
 from admission.core.review.validating import validate
 
 __all__ = [
+    "AdmissionRequest",
+    "Decision",
     "GatingPolicy",
+    "JsonObject",
     "Lookups",
+    "MalformedReview",
+    "ObjectRef",
     "QueueChoice",
     "job_group_min",
     "label_value",
+    "malformed_response",
     "mutate",
     "namespace_is_managed",
+    "parse_review",
     "pod_queue",
+    "render_response",
+    "request_uid",
     "selector_matches",
+    "uid_from_prefix",
     "validate",
 ]

@@ -2,9 +2,9 @@
 admitted, finish, and as nodes and quotas are added or taken away.
 
 Pure and immutable: every change returns a new `SimulatedCluster`. `cycle_input` builds the same
-`CycleInput` the operator's reader builds from its cache (`admission.operator.reading`): groups
-collected from the managed pods and PodGroups, usage rebuilt from the PodGroups' records, the devices
-promised to admitted groups, units checked against the devices.
+`CycleInput` the operator's reader builds from its cache, with the same builder (`cycle.cycle_input`):
+groups collected from the managed pods and PodGroups, usage rebuilt from the PodGroups' records, the
+devices promised to admitted groups, units checked against the devices.
 
 An admitted group is held as the operator leaves it right after admission: its PodGroup says Admitted
 with the charge and the plan, and its pods are not bound yet, so their planned devices and node resources
@@ -23,15 +23,14 @@ from admission.core.cycle import (
     Admit,
     CycleInput,
     GroupView,
-    charging_inventory,
     collect_groups,
-    promised_devices,
+    cycle_input,
     rebuild_state,
 )
 from admission.core.cycle.timing import format_time
 from admission.core.errors import InvalidInput
 from admission.core.features import FeatureGates
-from admission.core.labels import GROUP_LABEL
+from admission.core.labels import GATE, GROUP_LABEL
 from admission.core.models import Model, Node, Pod, ResourceClaim, ResourceSlice
 from admission.core.quantity import QuantityError, parse_quantity
 from admission.core.quota import (
@@ -40,10 +39,10 @@ from admission.core.quota import (
     LocalQueue,
     Phase,
     PodGroup,
+    RecordedPlan,
     UnitQuota,
-    device_selected,
 )
-from admission.core.quota.status import unit_problems
+from admission.core.quota.amounts import NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +72,8 @@ class SimulatedCluster:
     def cycle_input(self, gates: FeatureGates, now: dt.datetime) -> CycleInput:
         """The cycle's input, as the operator's reader would build it from this cluster."""
         groups = self.groups()
-        state = rebuild_state(self.cluster_queues, groups)
-        snapshot = Snapshot.from_models(self.models)
-        failing = unit_problems(self.units, charging_inventory(snapshot, gates), device_selected)
-        units = tuple(u for u in self.units if u.name not in failing)
-        invalid = {f"QuotaUnit {name}": why for name, why in failing.items()}
-        return CycleInput(snapshot, gates, groups, self.local_queues, units, state, device_selected,
-                          promised_devices(groups, snapshot.claims), self.namespace_labels, now, invalid=invalid)
+        return cycle_input(Snapshot.from_models(self.models), gates, groups, rebuild_state(self.cluster_queues, groups),
+                           self.local_queues, self.units, namespace_labels=self.namespace_labels, now=now)
 
     # ----- what the operator's admissions and the groups' ends do --------------------------------------
     def admitted(self, group: GroupView, admit: Admit, now: dt.datetime) -> SimulatedCluster:
@@ -90,6 +84,23 @@ class SimulatedCluster:
         created = dict(self.created)
         created.setdefault(group.key, group.created)
         return replace(self, pod_groups=(*(g for g in self.pod_groups if g.key != group.key), record), created=created)
+
+    def preempted(self, group: GroupView) -> tuple[SimulatedCluster, bool]:
+        """The group after the operator preempts it: members a Job owns come back as new gated pods (the Job
+        is suspended and resumed at once) and the group queues again with no charge; bare pods are deleted
+        for good. Returns the changed cluster and whether the group is gone."""
+        recreated = tuple(p for p in group.pods if _job_owned(p))
+        cluster = self.finished(group.key)
+        if not recreated:
+            return cluster, True
+        fresh = tuple(replace(p, node_name="", scheduling_gates=(GATE,), resource_claim_statuses=(),
+                              phase="Pending") for p in recreated)
+        base = group.pod_group or PodGroup(group.namespace, group.name, group.min_member, group.queue, group.priority)
+        record = replace(base, phase=Phase.PENDING, charge=NONE, borrowed=NONE, cluster_queue="", admitted_at="",
+                         plan=RecordedPlan())
+        created = {**cluster.created, group.key: group.created}
+        return replace(cluster, models=(*cluster.models, *fresh), pod_groups=(*cluster.pod_groups, record),
+                       created=created), False
 
     def finished(self, group_key: str) -> SimulatedCluster:
         """The group ran to its end: its pods, the claims made for them from templates, and its PodGroup
@@ -166,6 +177,11 @@ class SimulatedCluster:
 
 
 _GROUP = GROUP_LABEL
+
+
+def _job_owned(pod: Pod) -> bool:
+    controller = pod.meta.controller
+    return controller is not None and controller[0] == "Job"
 
 
 def _key(model: Model) -> str:

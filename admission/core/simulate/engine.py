@@ -1,10 +1,11 @@
-"""The simulation: the operator's admission cycle run again and again on a simulated cluster, with
-admitted groups finishing after their run time.
+"""The simulation: the operator's admission decision (`cycle.decide`, preemption included) run again and
+again on a simulated cluster, with admitted groups finishing after their run time.
 
 Events, not ticks: a cycle runs at the start, then each time one or more running groups finish (all
-groups due at the same moment finish together, and one cycle follows), until no group waits, nothing
-that runs will ever finish, or the horizon is passed. The clock is data: the start time is given, and
-simulated time is seconds after it.
+groups due at the same moment finish together, and one cycle follows), and right after a cycle that
+preempted (its victims are gone, as the operator leaves them; a Job's members queue again), until no
+group waits, nothing that runs will ever finish, or the horizon is passed. The clock is data: the start
+time is given, and simulated time is seconds after it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 
-from admission.core.cycle import Admit, GroupView, Wait, run_cycle
+from admission.core.cycle import Admit, GroupView, Wait, decide, victims_of
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
 from admission.core.labels import RUN_TIME_ANNOTATION
@@ -61,74 +62,120 @@ def simulate(cluster: SimulatedCluster, settings: SimulationSettings, progress: 
              targets: Collection[str] | None = None) -> SimulationResult:
     """Run cycles until the queue drains or nothing changes any more. With `targets`, stop as soon as every
     one of them is admitted (the node plan's search asks no more)."""
-    t = 0.0
-    ends: dict[str, float | None] = {}  # admitted or held group -> when it finishes (None: never)
-    held: dict[str, GroupOutcome] = {}
-    for group in cluster.groups():
-        if group.holds_quota and group.pod_group is not None:
-            ends[group.key] = _remaining(group, settings)
-            held[group.key] = GroupOutcome(group.key, group.pod_group.cluster_queue, Fate.HELD,
-                                           nodes=group.pod_group.plan.nodes, claims=claims_of(group.pod_group.plan),
-                                           charge=group.pod_group.charge, borrowed=group.pod_group.borrowed)
-    admitted: dict[str, GroupOutcome] = {}
-    waits: dict[str, tuple[Wait, int]] = {}
-    cycle = 0
+    run = _Run(cluster, settings)
     stopped = f"stopped after {settings.max_cycles} cycles (the limit)"
-    while cycle < settings.max_cycles:
-        cycle += 1
-        now = settings.start + dt.timedelta(seconds=t)
-        cycle_input = cluster.cycle_input(settings.gates, now)
-        result = run_cycle(cycle_input)
+    while run.cycle < settings.max_cycles:
+        waiting, preempted = run.one_cycle()
+        if progress is not None:
+            progress(Progress(run.cycle, run.t, len(run.admitted), waiting, run.running()))
+        if not waiting:
+            stopped = "every group was admitted"
+            break
+        if targets is not None and all(k in run.admitted for k in targets):
+            stopped = "every group asked for was admitted"
+            break
+        if preempted:
+            continue  # the victims' room is free now: the next cycle runs at the same moment
+        why = run.advance()
+        if why:
+            stopped = why.format(waiting=waiting)
+            break
+    return run.result(stopped)
+
+
+class _Run:
+    """One simulation's state: the cluster as the cycles leave it and every group's outcome so far."""
+
+    def __init__(self, cluster: SimulatedCluster, settings: SimulationSettings) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self.t = 0.0
+        self.cycle = 0
+        self.ends: dict[str, float | None] = {}  # admitted or held group -> when it finishes (None: never)
+        self.held: dict[str, GroupOutcome] = {}
+        self.admitted: dict[str, GroupOutcome] = {}
+        self.gone: dict[str, GroupOutcome] = {}
+        self.waits: dict[str, tuple[Wait, int]] = {}
+        self.preempted: dict[str, int] = {}
+        for group in cluster.groups():
+            if group.holds_quota and group.pod_group is not None:
+                record = group.pod_group
+                self.ends[group.key] = _remaining(group, settings)
+                self.held[group.key] = GroupOutcome(group.key, record.cluster_queue, Fate.HELD, nodes=record.plan.nodes,
+                                                    claims=claims_of(record.plan), charge=record.charge,
+                                                    borrowed=record.borrowed)
+
+    def one_cycle(self) -> tuple[int, bool]:
+        """One decision, as the operator makes it, applied to the cluster: (groups waiting, any preempted)."""
+        self.cycle += 1
+        now = self.settings.start + dt.timedelta(seconds=self.t)
+        cycle_input = self.cluster.cycle_input(self.settings.gates, now)
+        result = decide(cycle_input)
         views = {g.key: g for g in cycle_input.groups}
         waiting = 0
         for decision in result.decisions:
             if isinstance(decision, Admit):
-                group = views[decision.group]
-                cluster = cluster.admitted(group, decision, now)
-                prior = waits.pop(group.key, None)
-                admitted[group.key] = GroupOutcome(
-                    group.key, decision.cluster_queue, Fate.ADMITTED, cycle, t, None, decision.plan.nodes,
-                    claims_of(decision.plan), decision.charge, decision.borrowed,
-                    waited_cycles=prior[1] if prior else 0)
-                ends[group.key] = None if (rt := run_time(group, settings)) is None else t + rt
+                self._admit(views[decision.group], decision, now)
             elif isinstance(decision, Wait):
                 waiting += 1
-                waits[decision.group] = (decision, waits.get(decision.group, (decision, 0))[1] + 1)
-        if progress is not None:
-            progress(Progress(cycle, t, len(admitted), waiting,
-                              sum(1 for k in ends if k in admitted or k in held)))
-        if not waiting:
-            stopped = "every group was admitted"
-            break
-        if targets is not None and all(k in admitted for k in targets):
-            stopped = "every group asked for was admitted"
-            break
-        due = [at for at in ends.values() if at is not None]
+                self.waits[decision.group] = (decision, self.waits.get(decision.group, (decision, 0))[1] + 1)
+        for preempt, victim in victims_of(result.preemptions, cycle_input.groups):
+            self._preempt(victim, preempt.message)
+        return waiting, bool(result.preemptions.preempts)
+
+    def _admit(self, group: GroupView, admit: Admit, now: dt.datetime) -> None:
+        self.cluster = self.cluster.admitted(group, admit, now)
+        prior = self.waits.pop(group.key, None)
+        self.admitted[group.key] = GroupOutcome(
+            group.key, admit.cluster_queue, Fate.ADMITTED, self.cycle, self.t, None, admit.plan.nodes,
+            claims_of(admit.plan), admit.charge, admit.borrowed, waited_cycles=prior[1] if prior else 0,
+            preempted=self.preempted.get(group.key, 0))
+        self.ends[group.key] = None if (rt := run_time(group, self.settings)) is None else self.t + rt
+
+    def _preempt(self, victim: GroupView, message: str) -> None:
+        self.cluster, gone = self.cluster.preempted(victim)
+        self.ends.pop(victim.key, None)
+        before = self.admitted.pop(victim.key, None) or self.held.pop(victim.key, None)
+        self.preempted[victim.key] = self.preempted.get(victim.key, 0) + 1
+        if gone:
+            queue = before.cluster_queue if before is not None else ""
+            self.gone[victim.key] = GroupOutcome(victim.key, queue, Fate.PREEMPTED, message=message,
+                                                 preempted=self.preempted[victim.key])
+
+    def running(self) -> int:
+        return sum(1 for k in self.ends if k in self.admitted or k in self.held)
+
+    def advance(self) -> str:
+        """To the moment the next running groups finish, which then leave the cluster; or why nothing will
+        change any more (`{waiting}` stands for the number of groups waiting)."""
+        due = [at for at in self.ends.values() if at is not None]
         if not due:
-            stopped = ("nothing that runs will finish" if ends else "nothing runs") + \
-                f": {waiting} group(s) can never be admitted as things are"
-            break
-        upcoming = max(t, min(due))
-        if settings.horizon is not None and upcoming > settings.horizon:
-            stopped = f"the next group finishes after the horizon (+{settings.horizon:g}s)"
-            break
-        t = upcoming
-        for key in sorted(k for k, at in ends.items() if at is not None and at <= t):
-            cluster = cluster.finished(key)
-            del ends[key]
-            if key in admitted:
-                admitted[key] = replace(admitted[key], finished_after=t)
-            else:
-                held[key] = replace(held[key], finished_after=t)
-    for key, at in ends.items():  # still running at the end: when they will finish, nothing else changing
-        if key in admitted:
-            admitted[key] = replace(admitted[key], finished_after=at)
-        elif key in held:
-            held[key] = replace(held[key], finished_after=at)
-    still = [GroupOutcome(w.group, w.cluster_queue, Fate.WAITING, reason=w.reason.value, message=w.message,
-                          waited_cycles=n) for w, n in waits.values()]
-    return SimulationResult((*admitted.values(), *sorted(still, key=lambda o: o.group), *held.values()),
-                            cycle, t, stopped)
+            return ("nothing that runs will finish" if self.ends else "nothing runs") + \
+                ": {waiting} group(s) can never be admitted as things are"
+        upcoming = max(self.t, min(due))
+        if self.settings.horizon is not None and upcoming > self.settings.horizon:
+            return f"the next group finishes after the horizon (+{self.settings.horizon:g}s)"
+        self.t = upcoming
+        for key in sorted(k for k, at in self.ends.items() if at is not None and at <= self.t):
+            self.cluster = self.cluster.finished(key)
+            del self.ends[key]
+            self._finished(key, self.t)
+        return ""
+
+    def _finished(self, key: str, at: float | None) -> None:
+        if key in self.admitted:
+            self.admitted[key] = replace(self.admitted[key], finished_after=at)
+        elif key in self.held:
+            self.held[key] = replace(self.held[key], finished_after=at)
+
+    def result(self, stopped: str) -> SimulationResult:
+        for key, at in self.ends.items():  # still running at the end: when they will finish, nothing else changing
+            self._finished(key, at)
+        still = [GroupOutcome(w.group, w.cluster_queue, Fate.WAITING, reason=w.reason.value, message=w.message,
+                              waited_cycles=n, preempted=self.preempted.get(w.group, 0))
+                 for w, n in self.waits.values() if w.group not in self.admitted and w.group not in self.gone]
+        return SimulationResult((*self.admitted.values(), *sorted(still, key=lambda o: o.group), *self.gone.values(),
+                                 *self.held.values()), self.cycle, self.t, stopped)
 
 
 def _remaining(group: GroupView, settings: SimulationSettings) -> float | None:

@@ -16,6 +16,7 @@ class Fate(StrEnum):
     ADMITTED = "Admitted"  # admitted during the simulation
     WAITING = "Waiting"  # still waiting at its end
     HELD = "Held"  # admitted or running already in the snapshot
+    PREEMPTED = "Preempted"  # preempted, and its pods gone for good (bare pods are not recreated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,7 @@ class GroupOutcome:
     reason: str = ""  # why it waits (the PodGroup condition's reason), at the end
     message: str = ""
     waited_cycles: int = 0  # cycles it waited in before being admitted (or until the end)
+    preempted: int = 0  # times it was preempted (a Job's members come back and queue again)
 
     @property
     def admitted(self) -> bool:
@@ -50,7 +52,7 @@ class GroupOutcome:
         out: dict[str, Any] = {"group": self.group, "clusterQueue": self.cluster_queue, "fate": self.fate.value}
         if self.fate is Fate.ADMITTED:
             out.update(cycle=self.cycle, admittedAfterSeconds=self.admitted_after)
-        if self.fate is not Fate.WAITING:
+        if self.fate in (Fate.ADMITTED, Fate.HELD):
             out.update(finishedAfterSeconds=self.finished_after,
                        nodes=[{"pod": pod, "node": node} for pod, node in self.nodes],
                        claims=[{"name": c.claim, "devices": [{"request": r, "device": d} for r, d in c.devices]}
@@ -60,6 +62,8 @@ class GroupOutcome:
         else:
             out.update(reason=self.reason, message=self.message)
         out["waitedCycles"] = self.waited_cycles
+        if self.preempted:
+            out["preempted"] = self.preempted
         return out
 
 
@@ -85,9 +89,13 @@ class SimulationResult:
     def waiting(self) -> tuple[GroupOutcome, ...]:
         return tuple(o for o in self.outcomes if o.fate is Fate.WAITING)
 
+    @property
+    def preemptions(self) -> int:
+        return sum(o.preempted for o in self.outcomes)
+
     def to_dict(self) -> dict[str, Any]:
         return {"cycles": self.cycles, "endAfterSeconds": self.end_after, "stopped": self.stopped,
-                "admitted": len(self.admitted), "waiting": len(self.waiting),
+                "admitted": len(self.admitted), "waiting": len(self.waiting), "preemptions": self.preemptions,
                 "groups": [o.to_dict() for o in self.outcomes]}
 
 
@@ -100,8 +108,9 @@ def render_table(result: SimulationResult, *, details: bool = True) -> list[str]
                      o.charge.describe() if o.charge else ("-" if o.fate is not Fate.ADMITTED else "nothing")))
     lines = _columns(rows)
     lines.append("")
-    lines.append(f"{len(result.admitted)} admitted, {len(result.waiting)} waiting after {result.cycles} cycle(s), "
-                 f"{format_duration(result.end_after)} of simulated time; {result.stopped}")
+    preempted = f", {result.preemptions} preemption(s)" if result.preemptions else ""
+    lines.append(f"{len(result.admitted)} admitted, {len(result.waiting)} waiting{preempted} after {result.cycles} "
+                 f"cycle(s), {format_duration(result.end_after)} of simulated time; {result.stopped}")
     if details and result.admitted:
         lines += ["", "placements:"]
         for o in result.admitted:
@@ -111,6 +120,10 @@ def render_table(result: SimulationResult, *, details: bool = True) -> list[str]
                 lines.append(f"  claim {claim.claim}: {_devices(claim.devices)}")
             if o.borrowed:
                 lines.append(f"  borrowed from the cohort: {o.borrowed.describe()}")
+    gone = [o for o in result.outcomes if o.fate is Fate.PREEMPTED]
+    if gone:
+        lines += ["", "preempted for good:"]
+        lines += [f"{o.group}: {o.message}" for o in gone]
     if result.waiting:
         lines += ["", "why groups wait:"]
         lines += [f"{o.group}: {o.reason}: {o.message}" for o in result.waiting]

@@ -78,7 +78,7 @@ async def reconcile_while_ticking(api: Any) -> tuple[loop.Operator, float, float
 
 
 def test_the_loop_serves_other_tasks_while_a_slow_cycle_decides(monkeypatch: pytest.MonkeyPatch) -> None:
-    deciding = slowed(monkeypatch, loop, "run_cycle")
+    deciding = slowed(monkeypatch, loop, "decide")
 
     async def go() -> None:
         api = cluster()
@@ -106,8 +106,8 @@ def test_a_pass_cancelled_while_deciding_writes_nothing_and_the_next_reads_after
         finally:
             finished.set()
 
-    real_cycle = loop.run_cycle
-    monkeypatch.setattr(loop, "run_cycle", held_cycle)
+    real_cycle = loop.decide
+    monkeypatch.setattr(loop, "decide", held_cycle)
 
     async def go() -> None:
         api, clock = cluster(), FakeClock()

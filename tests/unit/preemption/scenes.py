@@ -9,18 +9,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admission.core.allocator import Allocator, Snapshot, members_for
-from admission.core.cycle import CycleInput, CycleResult, charging_inventory, rebuild_state, run_cycle
-from admission.core.preemption import (
+from admission.core.cycle import (
+    CycleInput,
+    CycleResult,
+    PreemptionPlan,
+    charging_inventory,
+    rebuild_state,
+    run_cycle,
+)
+from admission.core.cycle.preemption import (
     Holding,
     NoVictims,
-    PreemptionPlan,
     Preemptor,
     SearchInput,
     Victims,
     find_victims,
+    nodes_after,
     plan_preemptions,
 )
-from admission.core.preemption.cycle import nodes_after
 from admission.core.quota import (
     ChargeResult,
     ClusterQueue,

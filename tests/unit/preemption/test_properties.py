@@ -10,7 +10,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from admission.core.cycle import Admit
-from admission.core.preemption import Holding, Preemptor, candidates, holdings, may_preempt
+from admission.core.cycle.preemption import Holding, Preemptor, candidates, holdings, may_preempt
 from tests.unit.cycle.cycle_builders import NS
 from tests.unit.preemption.scenes import NOW, Scene, queue
 

@@ -4,7 +4,7 @@ placed, not only so that its quota fits; the policies; what a victim's record sa
 from __future__ import annotations
 
 from admission.core.cycle import Wait, WaitReason
-from admission.core.preemption import NoVictims, Preemptor, candidates, holdings, preempted_status, victims_of
+from admission.core.cycle.preemption import NoVictims, Preemptor, candidates, holdings, preempted_status, victims_of
 from admission.core.quota import Amounts
 from tests.unit.cycle.cycle_builders import NS
 from tests.unit.preemption.scenes import NOW, Scene, queue, search

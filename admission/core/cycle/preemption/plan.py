@@ -13,46 +13,24 @@ charge is released and their pods are gone.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from admission.core.allocator import Allocator, members_for
-from admission.core.cycle.decide import CycleInput, CycleResult, Wait, WaitReason, charging_inventory, promised_pods
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
+from admission.core.cycle.inventory import charging_inventory
+from admission.core.cycle.nodes import promised_pods, with_pods
+from admission.core.cycle.preemption.holdings import holdings
+from admission.core.cycle.preemption.search import NoVictims, Preemptor, SearchInput, Victims, candidates, find_victims
 from admission.core.cycle.status import ADMITTED_CONDITION, condition
 from admission.core.cycle.timing import format_time
+from admission.core.cycle.types import CycleInput, CycleResult, Preempt, PreemptionPlan, Wait, WaitReason
 from admission.core.errors import DraqError
-from admission.core.nodefit import NodeUsage, PodFit
-from admission.core.preemption.holdings import holdings
-from admission.core.preemption.search import NoVictims, Preemptor, SearchInput, Victims, candidates, find_victims
+from admission.core.nodefit import NodeUsage
 from admission.core.quota import GroupObjects, Phase, Plan, charge_group
 
 PREEMPTED = "Preempted"
 PREEMPTABLE = frozenset({WaitReason.QUOTA, WaitReason.DEVICES, WaitReason.NODES})
-
-
-@dataclass(frozen=True, slots=True)
-class Preempt:
-    """Evict `victims` (group keys) so that `group` can be admitted, to `nodes`."""
-
-    group: str
-    cluster_queue: str
-    priority: int
-    victims: tuple[str, ...]
-    nodes: tuple[str, ...]
-
-    @property
-    def message(self) -> str:
-        return (f"preempted by group {self.group} (ClusterQueue {self.cluster_queue}, priority {self.priority}), "
-                f"which needs its place on {', '.join(self.nodes) or 'the cluster'}; requeued")
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptionPlan:
-    preempts: tuple[Preempt, ...] = ()
-    waits: Mapping[str, Wait] = field(default_factory=dict)  # the preemptors' Wait, saying what happens
-    placed_tries: int = 0
 
 
 def plan_preemptions(cycle: CycleInput, result: CycleResult) -> PreemptionPlan:
@@ -122,10 +100,7 @@ def nodes_after(cycle: CycleInput, result: CycleResult) -> NodeUsage:
     nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
     groups = {g.key: g for g in cycle.groups}
     for admit in result.admitted:
-        for pod in groups[admit.group].pods:
-            node = admit.placements.get(pod.key)
-            if node and not pod.node_name and pod.phase not in TERMINAL_PHASES:
-                nodes = nodes.plus(node, PodFit.of(pod).requests)
+        nodes = with_pods(nodes, groups[admit.group].pods, admit.placements)
     return nodes
 
 

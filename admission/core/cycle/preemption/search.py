@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from admission.core.allocator import Allocator, GangMember, GangPlan, Usage, place_gang
+from admission.core.cycle.preemption.holdings import Holding, without_devices, without_pods
 from admission.core.models import EXACT_COUNT
 from admission.core.nodefit import NodeUsage
-from admission.core.preemption.holdings import Holding, without_devices, without_pods
 from admission.core.quota import ChargeResult, Plan, QueueState, Unchargeable
 from admission.core.quota.fairshare import dominant_share
 from admission.core.quota.policies import BorrowWithinCohort, Reclaim, WithinQueue

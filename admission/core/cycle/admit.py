@@ -1,0 +1,303 @@
+"""One admission pass: order the pending groups, and admit each one whose charge and devices both fit.
+
+Pure. The input is an immutable snapshot (DRA objects, nodes and the pods on them, groups, queues,
+units, the queue accounting rebuilt from groups admitted before, devices promised to
+admitted-but-unbound groups); the output is one decision per pending group. Groups are taken by
+priority, then in creation order within a ClusterQueue, alternating between ClusterQueues at equal
+priority. Each admitted group's devices, node resources and charge are taken before the next group
+is considered; a group is admitted whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from admission.core.allocator import (
+    Allocator,
+    GangPlan,
+    KnownUnfit,
+    Usage,
+    members_for,
+    place_gang,
+)
+from admission.core.cycle.groups import GroupView
+from admission.core.cycle.inventory import charging_inventory
+from admission.core.cycle.late import extend, late_members
+from admission.core.cycle.nodes import promised_pods, with_pods
+from admission.core.cycle.plans import recorded_plan
+from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
+from admission.core.cycle.timing import format_time, in_backoff
+from admission.core.cycle.types import Admit, CycleInput, CycleResult, Extend, GroupDecision, Wait, WaitReason
+from admission.core.errors import DraqError
+from admission.core.models import ResourceClaim
+from admission.core.nodefit import NodeUsage
+from admission.core.quota import (
+    ChargeResult,
+    GroupObjects,
+    Inventory,
+    LocalQueue,
+    Plan,
+    QueueingStrategy,
+    QueueState,
+    Unchargeable,
+    charge_group,
+    extended_claims,
+)
+from admission.core.quota.fairshare import dominant_share
+
+
+def run_cycle(cycle: CycleInput) -> CycleResult:
+    allocator = Allocator(cycle.snapshot, cycle.gates)
+    steps = StepTimer(cycle.timer)
+    usage = allocator.usage.copy()
+    for allocation in cycle.promised:
+        usage.add(allocation, cycle.gates)
+    nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
+    inventory = charging_inventory(cycle.snapshot, cycle.gates)
+    state = cycle.state
+    decisions: list[GroupDecision] = []
+    pending = [g for g in cycle.groups if g.pending]
+    early = [_precheck(g, cycle) for g in pending]
+    decisions.extend(w for w in early if w is not None)
+    ready = [g for g, w in zip(pending, early, strict=True) if w is None]
+    # Late members of admitted groups go first: their group already runs.
+    for group in cycle.groups:
+        late = late_members(group)
+        if not late:
+            continue
+        grown = extend(group, late, state, allocator, usage, nodes, inventory, cycle)
+        decisions.append(grown)
+        if isinstance(grown, Extend):
+            state = state.recharge(group.key, grown.charge)
+            for allocation in grown.allocations.values():
+                usage.add(allocation, cycle.gates)
+            nodes = with_pods(nodes, late, grown.placements)
+    blocked: dict[str, str] = {}
+    # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
+    unfit = _Unfit()
+    extended = extended_claims(cycle.snapshot.claims.values())
+    for group, cluster_queue in _ordered(ready, cycle):
+        if cluster_queue in blocked:
+            decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
+                                  f"and group {blocked[cluster_queue]} ahead of it does not fit yet",
+                                  cluster_queue))
+            continue
+        local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
+        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps,
+                           unfit.at(usage, nodes), extended)
+        decisions.append(decision)
+        if isinstance(decision, Admit):
+            state = state.admit(group.key, cluster_queue, decision.charge, local.key)
+            for allocation in decision.allocations.values():
+                usage.add(allocation, cycle.gates)
+            nodes = with_pods(nodes, group.pods, decision.placements)
+            unfit.admitted(allocator, usage, decision.placements.values())
+        elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
+            blocked[cluster_queue] = group.key
+    return CycleResult(tuple(decisions), state, usage, steps.totals())
+
+
+class _Unfit:
+    """What placing found for one state of the device and node usage (`KnownUnfit`)."""
+
+    def __init__(self) -> None:
+        self.usage: Usage | None = None
+        self.version = -1
+        self.nodes: NodeUsage | None = None
+        self.known = KnownUnfit()
+        self.full: frozenset[str] | None = None  # carried over an admission, which only adds to the usage
+
+    def at(self, usage: Usage, nodes: NodeUsage) -> KnownUnfit:
+        if usage is not self.usage or usage.version != self.version or nodes is not self.nodes:
+            full, self.full = self.full, None
+            self.usage, self.version, self.nodes, self.known = usage, usage.version, nodes, KnownUnfit(full=full)
+        return self.known
+
+    def admitted(self, allocator: Allocator, usage: Usage, placed: Iterable[str]) -> None:
+        """An admission added to `usage` on the `placed` nodes only: the nodes full before stay full, and
+        of the placed ones those now full join them."""
+        before = self.known.full
+        if before is not None and usage is self.usage:
+            self.full = before | allocator.full_nodes(usage, set(placed) - before)
+
+
+# ----- before ordering ------------------------------------------------------------------------------
+def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
+    if group.unreadable:
+        return Wait(group.key, WaitReason.UNREADABLE, f"{group.unreadable}; whether the group is admitted "
+                    "cannot be told, so it is not considered until its PodGroup is fixed")
+    if group.problem:
+        return Wait(group.key, WaitReason.INVALID, group.problem)
+    local = cycle.local_queues.get(f"{group.namespace}/{group.queue}")
+    unusable = _unusable_queue(group, local, cycle)
+    if unusable is not None or local is None:
+        return unusable
+    selector = cycle.state.queues[local.cluster_queue].namespace_selector
+    labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
+    if labels is not None and not selector.matches(labels):
+        return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
+                    f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
+    retry = in_backoff(group, cycle.now) if cycle.now is not None else None
+    if retry is not None:
+        return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
+                    f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
+                    local.cluster_queue)
+    unsupported = _unsupported_constraint(group) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
+    if unsupported:
+        return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
+    present = len(group.pods)
+    if present < group.min_member:
+        return Wait(group.key, WaitReason.INCOMPLETE, f"{present} of {group.min_member} members exist; "
+                    "waiting for the rest", local.cluster_queue)
+    return None
+
+
+def _unusable_queue(group: GroupView, local: LocalQueue | None, cycle: CycleInput) -> Wait | None:
+    """The group's LocalQueue, ClusterQueue or a unit its queue quotes is missing or invalid, or the queue's
+    usage is unknown. Each bad object stops only the groups that need it, with its reason."""
+    if local is None:
+        name = f"{group.namespace}/{group.queue}"
+        broken = cycle.invalid.get(f"LocalQueue {name}")
+        if broken:
+            return Wait(group.key, WaitReason.QUEUE_INVALID, f"LocalQueue {name} is invalid: {broken}")
+        return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {name} does not exist")
+    queue = local.cluster_queue
+    if queue not in cycle.state.queues:
+        broken = cycle.invalid.get(f"ClusterQueue {queue}")
+        points = f"LocalQueue {local.key} points to ClusterQueue {queue}"
+        if broken:
+            return Wait(group.key, WaitReason.QUEUE_INVALID, f"{points}, which is invalid: {broken}", queue)
+        return Wait(group.key, WaitReason.NO_QUEUE, f"{points}, which does not exist", queue)
+    return _unusable_units(group, queue, cycle)
+
+
+def _unusable_units(group: GroupView, queue: str, cycle: CycleInput) -> Wait | None:
+    # Charges already recorded in a unit that is missing or invalid stay in the queue's usage; nothing new
+    # is admitted while a quoted unit cannot be computed.
+    quoted = [q.unit for q in cycle.state.queues[queue].quotas]
+    invalid = [cycle.invalid[f"QuotaUnit {unit}"] for unit in quoted if f"QuotaUnit {unit}" in cycle.invalid]
+    if invalid:
+        return Wait(group.key, WaitReason.UNIT_INVALID, f"ClusterQueue {queue} quotes an invalid unit: "
+                    f"{'; '.join(invalid)}; fix the QuotaUnit or remove it from the queue's spec.quotas", queue)
+    known_units = {unit.name for unit in cycle.units}
+    missing = sorted(unit for unit in quoted if unit not in known_units)
+    if missing:
+        return Wait(group.key, WaitReason.NO_UNIT, f"ClusterQueue {queue} quotes QuotaUnit {', '.join(missing)}, "
+                    "which does not exist (deleted?); restore it or remove it from the queue's spec.quotas", queue)
+    unknown = cycle.state.usage_unknown(queue)
+    if unknown:
+        return Wait(group.key, WaitReason.USAGE_UNKNOWN, f"ClusterQueue {queue} admits nothing new while its "
+                    f"usage is unknown: {unknown}", queue)
+    return None
+
+
+def _unsupported_constraint(group: GroupView) -> str:
+    """Required inter-pod constraints decide where a pod may go by where other pods are; draq does not
+    evaluate them, so it cannot promise the scheduler binds the whole group, and does not admit it."""
+    for pod in group.pods:
+        kinds = [kind for count, kind in (
+            (pod.required_pod_affinity, "required pod affinity"),
+            (pod.required_pod_anti_affinity, "required pod anti-affinity"),
+            (pod.hard_topology_spread, "a topology spread constraint with whenUnsatisfiable DoNotSchedule"),
+        ) if count]
+        if kinds:
+            return (f"pod {pod.key} uses {' and '.join(kinds)}, which draq does not evaluate: it cannot "
+                    "promise that the scheduler places every member of the group at once. Use the preferred "
+                    "forms (preferredDuringSchedulingIgnoredDuringExecution, whenUnsatisfiable ScheduleAnyway) "
+                    "or remove them")
+    return ""
+
+
+def _claim_shared_in_native_gang(group: GroupView, claims: Mapping[str, ResourceClaim]) -> str:
+    """Members of one native gang (the same Workload) that share a ResourceClaim not allocated yet: the
+    scheduler (1.35) allocates the claim for the first member, which then waits at the gang's Permit
+    step, and refuses the others while the claim "is in the process of being allocated". The gang never
+    binds, so draq does not admit it."""
+    users: dict[tuple[str, str], list[str]] = {}
+    for pod in group.pods:
+        if not pod.workload:
+            continue
+        for entry in pod.resource_claims:
+            if entry.resource_claim_name is not None:
+                users.setdefault((pod.workload, entry.resource_claim_name), []).append(pod.name)
+    for (workload, name), pods in sorted(users.items()):
+        claim = claims.get(f"{group.namespace}/{name}")
+        if len(pods) > 1 and (claim is None or claim.allocation is None):
+            return (f"pods {', '.join(sorted(pods))} share ResourceClaim {group.namespace}/{name} and are members "
+                    f"of the native gang {workload}: the scheduler does not allocate a claim shared inside a "
+                    "gang, so the gang would never bind. Allocate the claim first (e.g. for a pod outside "
+                    "the gang), use a template per pod, or leave these pods out of native gangs")
+    return ""
+
+
+def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[GroupView, str]]:
+    """Priority first; within a priority, ClusterQueues take turns, each in creation order; in each turn
+    the queue with the lowest weighted dominant share of its cohort (at the start of the cycle) goes first."""
+    queues: dict[str, list[GroupView]] = {}
+    for group in sorted(groups, key=lambda g: (-g.priority, g.created, g.key)):
+        queues.setdefault(cycle.local_queues[f"{group.namespace}/{group.queue}"].cluster_queue, []).append(group)
+    served = {name: 0 for name in queues}
+    shares = {name: dominant_share(cycle.state, name) for name in queues}
+    order: list[tuple[GroupView, str]] = []
+    while queues:
+        name = min(queues, key=lambda q: (-queues[q][0].priority, served[q], shares[q], queues[q][0].created, q))
+        order.append((queues[name].pop(0), name))
+        served[name] += 1
+        if not queues[name]:
+            del queues[name]
+    return order
+
+
+# ----- one group ------------------------------------------------------------------------------------
+def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
+            inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
+            known: KnownUnfit | None = None,
+            extended: Mapping[tuple[str, str], ResourceClaim] | None = None) -> GroupDecision:
+    queue = local.cluster_queue
+    snapshot = cycle.snapshot
+    objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates, extended)
+    try:
+        members = members_for(group.pods, snapshot.claims, snapshot.templates)
+    except DraqError as err:
+        return Wait(group.key, WaitReason.DEVICES, str(err), queue)
+    with steps.step(ALLOCATOR):
+        placed = place_gang(allocator, members, usage=usage, nodes=nodes, known=known)
+    if placed.error:
+        # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
+        # that is the reason to give, whatever the quota says.
+        return _unplaced(group, placed, queue)
+    plan = Plan(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
+    try:
+        with steps.step(CHARGING):
+            charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
+    except Unchargeable as err:
+        if not placed.feasible:
+            return _unplaced(group, placed, queue)
+        return Wait(group.key, WaitReason.UNCHARGEABLE, str(err), queue)
+    fits = state.fits(queue, charged.total)
+    if not fits.ok:
+        return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged), queue)
+    if not placed.feasible:
+        return _unplaced(group, placed, queue)
+    return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
+                 recorded_plan(group.pods, placed.placements, placed.allocations),
+                 dict(placed.placements), dict(placed.allocations),
+                 tuple(f"{line.source}: {line.amounts.describe()}" for line in charged.lines if line.amounts))
+
+
+def _quota_message(reason: str, charged: ChargeResult) -> str:
+    return f"{reason} (group needs {charged.total.describe() if charged.total else 'nothing'})"
+
+
+def _unplaced(group: GroupView, placed: GangPlan, queue: str) -> Wait:
+    reason = WaitReason.NODES if placed.unschedulable else WaitReason.DEVICES
+    return Wait(group.key, reason, _devices_message(placed), queue)
+
+
+def _devices_message(placed: GangPlan) -> str:
+    message = placed.reason or "the group's pods fit on no set of nodes"
+    if placed.explanation is not None:
+        requests = [r for r in placed.explanation.requests if r.short_by] or list(placed.explanation.requests)
+        if requests:
+            message += "; " + "; ".join(r.describe() for r in requests)
+    return message

@@ -1,0 +1,143 @@
+"""The admission cycle's types: its input, each group's decision, preemptions, and the cycle's result.
+
+Every module of the cycle and its callers (the operator, the simulator, views, bench) use these; none of
+them holds logic beyond reading its own fields.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from admission.core.allocator import Snapshot, Usage
+from admission.core.cycle.groups import GroupView
+from admission.core.features import FeatureGates
+from admission.core.models import AllocationResult
+from admission.core.quota import Amounts, CompiledUnit, LocalQueue, QueueState, RecordedPlan, SelectionFilter
+
+
+class WaitReason(StrEnum):
+    """Why a group stays pending; also the PodGroup condition's reason."""
+
+    INCOMPLETE = "Incomplete"
+    INVALID = "InvalidGroup"
+    NO_QUEUE = "QueueMissing"
+    QUOTA = "QuotaExceeded"
+    DEVICES = "DevicesUnavailable"
+    NODES = "NodesUnavailable"  # a pod passes the scheduler's node filters (resources, taints, affinity) nowhere
+    UNSUPPORTED = "UnsupportedConstraint"  # required inter-pod constraints draq cannot check
+    UNCHARGEABLE = "Unchargeable"
+    BLOCKED = "BlockedByStrictFIFO"
+    NO_UNIT = "QuotaUnitMissing"
+    BACKOFF = "EvictedBackoff"
+    QUEUE_INVALID = "QueueInvalid"  # its LocalQueue or ClusterQueue does not parse
+    UNIT_INVALID = "QuotaUnitInvalid"  # its queue quotes a unit that does not compile or fails on a device
+    USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
+    UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    group: str
+    cluster_queue: str
+    local_queue: str
+    charge: Amounts
+    borrowed: Amounts
+    plan: RecordedPlan
+    placements: Mapping[str, str]  # pod key -> node
+    allocations: Mapping[str, AllocationResult]  # allocator claim key -> devices
+    charge_lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    group: str
+    reason: WaitReason
+    message: str
+    cluster_queue: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Extend:
+    """Late members admitted into their group: the record's new charge and plan, and where they go."""
+
+    group: str
+    cluster_queue: str
+    charge: Amounts  # the group's whole charge, late members included
+    added: Amounts
+    plan: RecordedPlan  # the recorded plan with the late members added
+    placements: Mapping[str, str]  # pod key -> node, for the late members
+    allocations: Mapping[str, AllocationResult]
+
+
+@dataclass(frozen=True, slots=True)
+class LateWait:
+    group: str
+    message: str
+
+
+GroupDecision = Admit | Wait | Extend | LateWait
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Evict `victims` (group keys) so that `group` can be admitted, to `nodes`."""
+
+    group: str
+    cluster_queue: str
+    priority: int
+    victims: tuple[str, ...]
+    nodes: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        return (f"preempted by group {self.group} (ClusterQueue {self.cluster_queue}, priority {self.priority}), "
+                f"which needs its place on {', '.join(self.nodes) or 'the cluster'}; requeued")
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPlan:
+    preempts: tuple[Preempt, ...] = ()
+    waits: Mapping[str, Wait] = field(default_factory=dict)  # the preemptors' Wait, saying what happens
+    placed_tries: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CycleInput:
+    snapshot: Snapshot
+    gates: FeatureGates
+    groups: tuple[GroupView, ...]  # pending groups only are considered; others are ignored
+    local_queues: Mapping[str, LocalQueue]  # by `namespace/name`
+    units: tuple[CompiledUnit, ...]
+    state: QueueState
+    matches: SelectionFilter
+    promised: tuple[AllocationResult, ...] = ()
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None  # None: do not check selectors
+    now: dt.datetime | None = None  # None: evicted groups are not held back by their backoff
+    timer: Callable[[], float] | None = None  # the shell's monotonic clock: CycleResult.step_seconds
+    # Objects that do not parse or cannot be used, by `Kind name` / `Kind namespace/name`: why. QuotaUnits
+    # named here are not in `units`; the groups that need one of them wait with its reason.
+    invalid: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    decisions: tuple[GroupDecision, ...]
+    state: QueueState  # accounting after this cycle's admissions
+    usage: Usage = field(repr=False, default_factory=Usage)
+    step_seconds: Mapping[str, float] = field(default_factory=dict)  # allocator, charging (with a timer)
+    # Whom to evict for the groups that wait (`decide`); their Waits in `decisions` say so already.
+    preemptions: PreemptionPlan = field(default_factory=PreemptionPlan)
+
+    @property
+    def admitted(self) -> tuple[Admit, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Admit))
+
+    @property
+    def waiting(self) -> tuple[Wait, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Wait))
+
+    def decision(self, group: str) -> GroupDecision | None:
+        return next((d for d in self.decisions if d.group == group), None)
