@@ -54,7 +54,7 @@ class Evictor:
         for evict in overdue(reading.cycle.groups, queues, now, self.default_timeout):
             group = groups[evict.group]
             jobs = sorted({job for p in group.pods if (job := _job_of(p)) is not None})
-            manifest = reading.manifests.get(f"PodGroup {group.key}") or {}
+            manifest = reading.manifests.get(group.ref) or {}
             version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
             try:
                 written = await self.writer.pod_group_status(
@@ -74,7 +74,7 @@ class Evictor:
         changed = False
         for preempt, group in victims_of(plan, reading.cycle.groups):
             jobs = sorted({job for p in group.pods if (job := _job_of(p)) is not None})
-            manifest = reading.manifests.get(f"PodGroup {group.key}") or {}
+            manifest = reading.manifests.get(group.ref) or {}
             version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
             try:
                 written = await self.writer.pod_group_status(

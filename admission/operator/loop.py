@@ -276,7 +276,7 @@ class Operator:
 
     # ----- admission --------------------------------------------------------------------------------
     async def _admit(self, reading: Reading, group: GroupView, admit: Admit) -> None:
-        manifest = reading.manifests.get(f"PodGroup {group.key}")
+        manifest = reading.manifests.get(group.ref)
         if manifest is None:
             manifest = await self.writer.ensure_pod_group(group.namespace, group.name, group.min_member,
                                                           group.queue)
@@ -295,7 +295,7 @@ class Operator:
         self._said.pop(group.key, None)
         await self._ensure_native_gang(reading, group)
         for pod in group.gated:
-            await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
+            await self.writer.ungate(pod.namespace, pod.name, reading.pod_manifest(pod.namespace, pod.name),
                                      admit.placements.get(pod.key))
         self.metrics.released(group, admit, self.clock.now())
         # The Event tells what the record already says: it follows the release, off its critical path.
@@ -303,7 +303,7 @@ class Operator:
 
     async def _extend(self, reading: Reading, group: GroupView, grown: Extend) -> None:
         """Late members: the group's record grows first (charge, plan), then they are released pinned."""
-        manifest = reading.manifests.get(f"PodGroup {group.key}") or {}
+        manifest = reading.manifests.get(group.ref) or {}
         version = str((manifest.get("metadata") or {}).get("resourceVersion") or "")
         borrowed = group.pod_group.borrowed if group.pod_group is not None else Amounts()
         written = await self.writer.pod_group_status(group.namespace, group.name,
@@ -311,14 +311,14 @@ class Operator:
         self._said.pop(f"late {group.key}", None)
         for pod in group.gated:
             if pod.key in grown.placements:
-                await self.writer.ungate(pod.namespace, pod.name, reading.manifests.get(f"Pod {pod.key}"),
+                await self.writer.ungate(pod.namespace, pod.name, reading.pod_manifest(pod.namespace, pod.name),
                                          grown.placements[pod.key])
         await self.writer.event(written, LATE_CONDITION, late_admitted_event(grown))
 
     async def _report_late_wait(self, reading: Reading, group: GroupView, wait: LateWait) -> None:
         if self._said.get(f"late {group.key}") == wait.message:
             return
-        written = reading.manifests.get(f"PodGroup {group.key}")
+        written = reading.manifests.get(group.ref)
         if written is not None:
             event = late_wait_event(wait)
             await self.writer.event(written, event.reason, event.message, warning=event.warning)
@@ -328,7 +328,7 @@ class Operator:
         """Members made native gang members by the webhook need their Workload before they are released."""
         wanted = workload_name(group.name)
         members = sum(1 for pod in group.pods
-                      if referenced_workload(dict(reading.manifests.get(f"Pod {pod.key}") or {})) == wanted)
+                      if referenced_workload(dict(reading.pod_manifest(pod.namespace, pod.name) or {})) == wanted)
         if members:  # members using a claim by name are left out of the gang by the webhook
             await self.writer.ensure_workload(group.namespace, group.name, min(members, group.min_member))
 
@@ -344,7 +344,7 @@ class Operator:
                 planned = dict(group.pod_group.plan.nodes) if group.pod_group is not None else {}
                 for name in names:
                     changed |= await self.writer.ungate(group.namespace, name,
-                                                        reading.manifests.get(f"Pod {group.namespace}/{name}"),
+                                                        reading.pod_manifest(group.namespace, name),
                                                         planned.get(name))
             except KubeApiError as err:
                 self._group_failed(group, err)
@@ -356,7 +356,7 @@ class Operator:
         self.cache.changed.set()
 
     async def _report_wait(self, reading: Reading, group: GroupView, wait: Wait) -> None:
-        manifest = reading.manifests.get(f"PodGroup {group.key}")
+        manifest = reading.manifests.get(group.ref)
         current = (manifest or {}).get("status") or {}
         if self._said.get(group.key) == wait.message or (
                 current.get("message") == wait.message and current.get("members") == len(group.pods)):

@@ -20,7 +20,7 @@ from admission.core.cycle import (
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.labels import QUEUE_LABEL
-from admission.core.models import Pod, ResourceQuota, apply_taint_rules, parse_object
+from admission.core.models import ObjectRef, Pod, ResourceQuota, apply_taint_rules, parse_object
 from admission.core.quota import (
     ClusterQueue,
     CompiledUnit,
@@ -49,11 +49,14 @@ class Reading:
 
     cycle: CycleInput
     cluster_queues: tuple[ClusterQueue, ...]
-    manifests: Mapping[str, Mapping[str, Any]]  # `Pod ns/name`, `PodGroup ns/name` -> cached manifest
+    manifests: Mapping[ObjectRef, Mapping[str, Any]]  # managed Pods and PodGroups -> cached manifest
     # False when the usage could not be rebuilt from PodGroup status: `cycle.state` is then the last good one.
     usage_current: bool = True
     # Native ResourceQuotas: no admission decision reads them; the accounting gaps' metrics do.
     resource_quotas: tuple[ResourceQuota, ...] = ()
+
+    def pod_manifest(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.manifests.get(ObjectRef("Pod", namespace, name))
 
 
 class _Parsed:
@@ -126,14 +129,14 @@ class CacheReader:
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()), bad)
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
-        manifests: dict[str, Mapping[str, Any]] = {f"Pod {_key(e.manifest)}": e.manifest
-                                                   for e in pod_memo.current_kept.values()}
-        manifests.update({f"PodGroup {_key(m)}": m for m in group_manifests})
+        manifests: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef.of("Pod", _key(e.manifest)): e.manifest
+                                                         for e in pod_memo.current_kept.values()}
+        manifests.update({ObjectRef.of("PodGroup", _key(m)): m for m in group_manifests})
         state, current = self._state(queues, groups, bad)
         snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
         cycle = cycle_input(snapshot, self.gates, groups, state, local_queues, tuple(compiled),
                             namespace_labels=labels, now=self.clock.now(), timer=self.clock.monotonic,
-                            invalid={b.label: b.reason for b in bad},
+                            invalid={b.ref: b.reason for b in bad},
                             unit_failures=self._unit_failures(compiled, snapshot))
         return Reading(cycle, queues, manifests, current, self._resource_quotas())
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from admission.core.cycle import charging_inventory
 from admission.core.errors import DraqError
+from admission.core.models import ObjectRef
 from admission.core.quota import (
     CompiledUnit,
     CounterSets,
@@ -84,7 +85,7 @@ class UnitStatusWriter:
                                           reading.cycle.state.usage_unknown(queue.name))
             await self._write_active(queue.name, previous, active)
         for name, manifest in queues.items():
-            problem = reading.cycle.invalid.get(f"ClusterQueue {name}")
+            problem = reading.cycle.invalid.get(ObjectRef("ClusterQueue", "", name))
             if problem is not None:
                 previous = manifest.get("status") or {}
                 await self._write_active(name, previous,
@@ -95,14 +96,14 @@ class UnitStatusWriter:
         await self._write(f"ClusterQueue {queue}", previous, body,
                           partial(self.writer.cluster_queue_status, queue, body))
 
-    def _unit(self, manifest: Mapping[str, Any], invalid: Mapping[str, str]) -> _Unit:
+    def _unit(self, manifest: Mapping[str, Any], invalid: Mapping[ObjectRef, str]) -> _Unit:
         """The unit compiled, with its problem: it does not compile, or (as the reading found) it fails on a device."""
         name = str((manifest.get("metadata") or {}).get("name"))
         try:
             compiled = compile_unit(parse_quota_unit(manifest), DraCel())
         except DraqError as err:
             return _Unit(name, None, str(err), manifest)
-        return _Unit(name, compiled, invalid.get(f"QuotaUnit {name}"), manifest)
+        return _Unit(name, compiled, invalid.get(ObjectRef("QuotaUnit", "", name)), manifest)
 
     async def _write(self, what: str, previous: Mapping[str, Any], status: Mapping[str, Any],
                      write: Callable[[], Awaitable[None]]) -> bool:

@@ -29,7 +29,7 @@ from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.cycle.types import Admit, CycleInput, CycleResult, Extend, GroupDecision, Wait, WaitReason
 from admission.core.errors import DraqError
-from admission.core.models import ResourceClaim
+from admission.core.models import ObjectRef, ResourceClaim
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     ChargeResult,
@@ -157,13 +157,13 @@ def _unusable_queue(group: GroupView, local: LocalQueue | None, cycle: CycleInpu
     usage is unknown. Each bad object stops only the groups that need it, with its reason."""
     if local is None:
         name = f"{group.namespace}/{group.queue}"
-        broken = cycle.invalid.get(f"LocalQueue {name}")
+        broken = cycle.invalid.get(ObjectRef("LocalQueue", group.namespace, group.queue))
         if broken:
             return Wait(group.key, WaitReason.QUEUE_INVALID, f"LocalQueue {name} is invalid: {broken}")
         return Wait(group.key, WaitReason.NO_QUEUE, f"LocalQueue {name} does not exist")
     queue = local.cluster_queue
     if queue not in cycle.state.queues:
-        broken = cycle.invalid.get(f"ClusterQueue {queue}")
+        broken = cycle.invalid.get(ObjectRef("ClusterQueue", "", queue))
         points = f"LocalQueue {local.key} points to ClusterQueue {queue}"
         if broken:
             return Wait(group.key, WaitReason.QUEUE_INVALID, f"{points}, which is invalid: {broken}", queue)
@@ -175,7 +175,7 @@ def _unusable_units(group: GroupView, queue: str, cycle: CycleInput) -> Wait | N
     # Charges already recorded in a unit that is missing or invalid stay in the queue's usage; nothing new
     # is admitted while a quoted unit cannot be computed.
     quoted = [q.unit for q in cycle.state.queues[queue].quotas]
-    invalid = [cycle.invalid[f"QuotaUnit {unit}"] for unit in quoted if f"QuotaUnit {unit}" in cycle.invalid]
+    invalid = [why for unit in quoted if (why := cycle.invalid.get(ObjectRef("QuotaUnit", "", unit)))]
     if invalid:
         return Wait(group.key, WaitReason.UNIT_INVALID, f"ClusterQueue {queue} quotes an invalid unit: "
                     f"{'; '.join(invalid)}; fix the QuotaUnit or remove it from the queue's spec.quotas", queue)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.models import Pod
+from admission.core.models import ObjectRef, Pod
 from admission.core.quota import PodGroup
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -36,6 +36,11 @@ class GroupView:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def ref(self) -> ObjectRef:
+        """Its PodGroup's identity (the object may not exist yet)."""
+        return ObjectRef("PodGroup", self.namespace, self.name)
 
     @property
     def gated(self) -> tuple[Pod, ...]:

@@ -14,7 +14,7 @@ from enum import StrEnum
 from admission.core.allocator import Snapshot, Usage
 from admission.core.cycle.groups import GroupView
 from admission.core.features import FeatureGates
-from admission.core.models import AllocationResult
+from admission.core.models import AllocationResult, ObjectRef
 from admission.core.quota import Amounts, CompiledUnit, LocalQueue, QueueState, RecordedPlan, SelectionFilter
 
 
@@ -117,9 +117,9 @@ class CycleInput:
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None  # None: do not check selectors
     now: dt.datetime | None = None  # None: evicted groups are not held back by their backoff
     timer: Callable[[], float] | None = None  # the shell's monotonic clock: CycleResult.step_seconds
-    # Objects that do not parse or cannot be used, by `Kind name` / `Kind namespace/name`: why. QuotaUnits
-    # named here are not in `units`; the groups that need one of them wait with its reason.
-    invalid: Mapping[str, str] = field(default_factory=dict)
+    # Objects that do not parse or cannot be used: why. QuotaUnits named here are not in `units`; the groups
+    # that need one of them wait with its reason.
+    invalid: Mapping[ObjectRef, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from admission.core.models.device_class import DeviceClass, OpaqueConfig
 from admission.core.models.device_taint_rule import apply_taint_rules
-from admission.core.models.meta import ObjectMeta
+from admission.core.models.meta import ObjectMeta, ObjectRef
 from admission.core.models.node import Node
 from admission.core.models.node_selector import (
     NodeSelector,
@@ -88,6 +88,7 @@ __all__ = [
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "ObjectMeta",
+    "ObjectRef",
     "OpaqueConfig",
     "Pod",
     "PodResourceClaim",

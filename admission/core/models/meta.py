@@ -9,6 +9,29 @@ from admission.core.models._fields import Fields
 
 
 @dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """One object's identity: kind, namespace (empty for cluster-scoped kinds) and name. The one key for
+    objects across the operator and the core (`Kind namespace/name` as text)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    @staticmethod
+    def of(kind: str, key: str) -> ObjectRef:
+        """From a `namespace/name` key, or a bare name for cluster-scoped kinds."""
+        namespace, _, name = key.rpartition("/")
+        return ObjectRef(kind, namespace, name)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key}"
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectMeta:
     name: str
     namespace: str = ""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from admission.core.errors import DraqError
+from admission.core.models import ObjectRef
 from admission.core.quota.accounting import QueueState
 from admission.core.quota.podgroup import Phase
 
@@ -35,6 +36,10 @@ class Unreadable:
     @property
     def label(self) -> str:
         return f"{self.kind} {self.key}"
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef.of(self.kind, self.key)
 
 
 def unreadable(kind: str, manifest: Mapping[str, Any], error: DraqError) -> Unreadable:

@@ -17,12 +17,12 @@ One module per object kind, as a controller's mutating and validating paths:
 when they name none).
 """
 
+from admission.core.models import ObjectRef
 from admission.core.review.envelope import (
     AdmissionRequest,
     Decision,
     JsonObject,
     MalformedReview,
-    ObjectRef,
     malformed_response,
     parse_review,
     render_response,

@@ -8,7 +8,15 @@ from collections.abc import Mapping
 from admission.core.cel import CelError, compile_selector
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.labels import DEFAULT_QUEUE_LABEL, QUEUE_LABEL
-from admission.core.models import ClaimSpec, DeviceClass, Pod, ResourceClaim, ResourceClaimTemplate, parse_object
+from admission.core.models import (
+    ClaimSpec,
+    DeviceClass,
+    ObjectRef,
+    Pod,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    parse_object,
+)
 from admission.core.quantity import Quantity
 from admission.core.quota import (
     ChargeResult,
@@ -25,7 +33,7 @@ from admission.core.quota import (
     parse_cluster_queue,
     parse_quota_unit,
 )
-from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, ObjectRef
+from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject
 from admission.core.review.lookups import Lookups
 from admission.core.review.queue_choice import namespace_is_managed
 from admission.core.review.readers import mapping

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from admission.core.errors import DraqError
+from admission.core.models import ObjectRef
 from admission.core.quota import DraCel, compile_unit, parse_cluster_queue, parse_quota_unit
-from admission.core.review.envelope import AdmissionRequest, Decision, ObjectRef
+from admission.core.review.envelope import AdmissionRequest, Decision
 from admission.core.review.lookups import Lookups
 from admission.core.review.readers import mapping
 from admission.core.review.selectors import selector_matches

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from admission.core.models import ObjectRef
+
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
@@ -70,18 +72,6 @@ class PatchOperation:
         if self.op != "remove":
             rendered["value"] = self.value
         return rendered
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """An object a decision looked up and did not find (`namespace` empty for cluster-scoped kinds)."""
-
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from admission.core.errors import InvalidInput
 from admission.core.leadership import EPOCH_FIELD, lease_epoch, read_epoch
-from admission.core.review.envelope import AdmissionRequest, Decision, ObjectRef
+from admission.core.models import ObjectRef
+from admission.core.review.envelope import AdmissionRequest, Decision
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.readers import mapping
 

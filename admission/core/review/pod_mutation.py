@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.models import ObjectRef
 from admission.core.native_gangs import workload_ref
-from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, ObjectRef, PatchOperation
+from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, PatchOperation
 from admission.core.review.lookups import DEFAULT_POLICY, GatingPolicy, Lookups
 from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
 from admission.core.review.readers import controller_owner, gates_of, labels_of, mapping

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from admission.core.labels import GATE, GROUP_LABELS, GROUP_MIN_LABEL, MAX_GROUP_MIN, QUEUE_LABEL
-from admission.core.review.envelope import AdmissionRequest, Decision, ObjectRef
+from admission.core.models import ObjectRef
+from admission.core.review.envelope import AdmissionRequest, Decision
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_mutation import maybe_stale_namespace
 from admission.core.review.queue_choice import QueueChoice, pod_queue

@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 from admission.core.features import gates_for
+from admission.core.models import ObjectRef
 from admission.operator.cache import ASSUME_SECONDS, DELETED_SECONDS, OperatorCache
 from admission.operator.reading import CacheReader
 from tests.support.builders import pod_group
@@ -63,7 +64,7 @@ def test_the_reader_does_not_see_a_deleted_object_assumed_late() -> None:
     cache.assume("PodGroup", version(group({"phase": "Admitted"}), 11))
     reading = reader.read()
     assert reading.cycle.groups == ()
-    assert f"PodGroup {NS}/g" not in reading.manifests
+    assert ObjectRef("PodGroup", NS, "g") not in reading.manifests
 
 
 def test_a_term_listing_older_than_a_delete_event_does_not_bring_it_back() -> None:

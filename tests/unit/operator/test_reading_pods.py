@@ -61,7 +61,7 @@ def test_a_running_pod_of_someone_else_takes_its_node_and_is_no_group_member() -
         snapshot = reading.cycle.snapshot
         assert snapshot.node_fit.usage.on("node-0") == {"cpu": 3000, "pods": 1}
         assert [g.key for g in reading.cycle.groups] == [f"{NS}/train"]
-        assert "Pod apps/busy" not in reading.manifests and f"Pod {NS}/train-0" in reading.manifests
+        assert reading.pod_manifest("apps", "busy") is None and reading.pod_manifest(NS, "train-0") is not None
         await operator.reconcile()
         group = api.get_object("PodGroup", NS, "train")
         assert group is not None and group["status"]["phase"] == "Admitted"
