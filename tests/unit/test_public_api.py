@@ -26,7 +26,7 @@ PUBLIC = {
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
-        "Inventory", "LabelSelector", "LocalQueue", "NONE", "Phase", "Plan", "PlannedClaim", "PodGroup", "QueueState",
+        "Inventory", "LocalQueue", "NONE", "Phase", "Plan", "PlannedClaim", "PodGroup", "QueueState",
         "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
         "Unchargeable", "UnitQuota", "UnitStatus", "charge_group", "charge_status", "cluster_queue_active",
         "cluster_queue_status", "compile_unit", "device_selected", "device_value", "extended_claim_id",
