@@ -52,7 +52,7 @@ PUBLIC = {
     ],
     "admission.core.review": [
         "GatingPolicy", "Lookups", "QueueChoice", "job_group_min", "label_value", "mutate", "namespace_is_managed",
-        "pod_queue", "selector_matches", "validate",
+        "pod_queue", "validate",
     ],
     "admission.core.telemetry": [
         "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo",

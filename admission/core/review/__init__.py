@@ -18,7 +18,6 @@ when they name none).
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_mutation import job_group_min, mutate
 from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
-from admission.core.review.selectors import selector_matches
 from admission.core.review.validating import validate
 
 __all__ = [
@@ -30,6 +29,5 @@ __all__ = [
     "mutate",
     "namespace_is_managed",
     "pod_queue",
-    "selector_matches",
     "validate",
 ]
