@@ -24,12 +24,13 @@ PUBLIC = {
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
         "planned_allocation", "preempted_status", "promised_allocations", "promised_devices", "promised_pods",
-        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreleased_members", "victims_of"
+        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreleased_members",
+        "victims_of"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
-        "Inventory", "LabelSelector", "LocalQueue", "NONE", "Phase", "Plan", "PlannedClaim", "PodGroup", "QueueState",
+        "Inventory", "LocalQueue", "NONE", "Phase", "Plan", "PlannedClaim", "PodGroup", "QueueState",
         "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
         "Unchargeable", "UnitQuota", "UnitStatus", "Unreadable", "charge_group", "charge_status",
         "cluster_queue_active", "cluster_queue_status", "compile_unit", "device_selected", "device_value",
@@ -40,15 +41,15 @@ PUBLIC = {
     ],
     "admission.core.models": [
         "ALL", "AllocatedConfig", "AllocationResult", "AttributeValue", "CLAIM_COUNT", "CapacityRange", "ClaimConfig",
-        "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device", "DeviceAllocation",
-        "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection", "DeviceTaint",
-        "DeviceToleration", "EXACT_COUNT", "Model", "Namespace", "Node", "NodeSelector", "NodeSelectorRequirement",
-        "NodeSelectorTerm", "ObjectMeta", "ObjectRef", "OpaqueConfig", "Pod", "PodResourceClaim",
-        "PodResourceClaimStatus",
-        "RequestPolicy", "ResourceClaim", "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements",
-        "ResourceSlice", "ScalarValue", "Taint", "Toleration", "apply_taint_rules", "class_devices_resource",
-        "device_class_of", "is_supported", "node_name_selector", "parse_object", "parse_objects", "qualified_name",
-        "qualify", "requested_resource"
+        "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device",
+        "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection",
+        "DeviceTaint", "DeviceToleration", "EXACT_COUNT", "LabelRequirement", "LabelSelector", "Model", "Namespace",
+        "Node", "NodeSelector", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "ObjectRef",
+        "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim",
+        "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint",
+        "Toleration", "apply_taint_rules", "class_devices_resource", "device_class_of", "is_supported",
+        "node_name_selector", "parse_label_selector", "parse_object", "parse_objects", "qualified_name", "qualify",
+        "requested_resource"
     ],
     "admission.core.gaps": [
         "Account", "Gap", "GapInput", "GapKind", "GapReport", "MEANING", "NativeAccount", "SUPPORTED", "find_gaps",
@@ -57,7 +58,7 @@ PUBLIC = {
     "admission.core.review": [
         "AdmissionRequest", "Decision", "GatingPolicy", "JsonObject", "Lookups", "MalformedReview", "ObjectRef",
         "QueueChoice", "job_group_min", "label_value", "malformed_response", "mutate", "namespace_is_managed",
-        "parse_review", "pod_queue", "render_response", "request_uid", "selector_matches", "uid_from_prefix", "validate"
+        "parse_review", "pod_queue", "render_response", "request_uid", "uid_from_prefix", "validate"
     ],
     "admission.core.telemetry": [
         "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo",

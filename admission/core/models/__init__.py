@@ -2,6 +2,7 @@
 
 from admission.core.models.device_class import DeviceClass, OpaqueConfig
 from admission.core.models.device_taint_rule import apply_taint_rules
+from admission.core.models.label_selector import LabelRequirement, LabelSelector, parse_label_selector
 from admission.core.models.meta import ObjectMeta, ObjectRef
 from admission.core.models.node import Node
 from admission.core.models.node_selector import (
@@ -81,6 +82,8 @@ __all__ = [
     "DeviceSelection",
     "DeviceTaint",
     "DeviceToleration",
+    "LabelRequirement",
+    "LabelSelector",
     "Model",
     "Namespace",
     "Node",
@@ -107,6 +110,7 @@ __all__ = [
     "device_class_of",
     "is_supported",
     "node_name_selector",
+    "parse_label_selector",
     "parse_object",
     "parse_objects",
     "qualified_name",

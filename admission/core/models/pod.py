@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from admission.core.models._fields import Fields
+from admission.core.models.label_selector import LabelSelector, read_label_selector
 from admission.core.models.meta import Named, ObjectMeta, parse_meta
-from admission.core.models.node_selector import NodeSelector, NodeSelectorRequirement, parse_node_selector
+from admission.core.models.node_selector import NodeSelector, parse_node_selector
 from admission.core.models.taint import Toleration, parse_toleration
 from admission.core.quantity import Quantity
 
@@ -43,22 +44,6 @@ class ResourceRequirements:
 
     requests: Mapping[str, Quantity] = field(default_factory=dict)
     limits: Mapping[str, Quantity] = field(default_factory=dict)
-
-
-_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A metav1.LabelSelector as inter-pod terms use it: the empty selector matches everything."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[NodeSelectorRequirement, ...] = ()  # In, NotIn, Exists, DoesNotExist
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(labels.get(key) == value for key, value in self.match_labels) and all(
-            r.operator in _SELECTOR_OPERATORS and r.matches(r.key in labels, labels.get(r.key, ""))
-            for r in self.match_expressions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,12 +170,9 @@ def _container(fields: Fields) -> Container:
 
 
 def _label_selector(fields: Fields, key: str) -> LabelSelector | None:
-    if not fields.has(key) or fields.raw(key) is None:
+    if not fields.has(key):
         return None
-    selector = fields.map(key)
-    expressions = tuple(NodeSelectorRequirement(e.str("key"), e.str("operator"), e.str_list("values"))
-                        for e in selector.maps("matchExpressions"))
-    return LabelSelector(tuple(sorted(selector.str_map("matchLabels").items())), expressions)
+    return read_label_selector(fields.map(key))
 
 
 def _affinity_term(fields: Fields) -> PodAffinityTerm:

@@ -32,7 +32,6 @@ from admission.core.quota.podgroup import (
 from admission.core.quota.problems import Unchargeable
 from admission.core.quota.queues import (
     ClusterQueue,
-    LabelSelector,
     LocalQueue,
     QueueingStrategy,
     UnitQuota,
@@ -71,7 +70,6 @@ __all__ = [
     "ExtendedResource",
     "GroupObjects",
     "Inventory",
-    "LabelSelector",
     "LocalQueue",
     "Phase",
     "Plan",

@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from admission.core.models._fields import Fields
+from admission.core.models.label_selector import LabelSelector, read_label_selector
 from admission.core.quantity import Quantity
 from admission.core.quota.policies import PreemptionPolicy, parse_fair_sharing_weight, parse_preemption
 from admission.core.quota.units import check_kind
@@ -34,41 +35,11 @@ class UnitQuota:
 
 
 @dataclass(frozen=True, slots=True)
-class LabelRequirement:
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        match self.operator:
-            case "In":
-                return labels.get(self.key) in self.values
-            case "NotIn":
-                return labels.get(self.key) not in self.values
-            case "Exists":
-                return self.key in labels
-            case _:
-                return self.key not in labels
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A metav1.LabelSelector; the empty selector matches everything."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[LabelRequirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.match_labels) and \
-            all(r.matches(labels) for r in self.match_expressions)
-
-
-@dataclass(frozen=True, slots=True)
 class ClusterQueue:
     name: str
     quotas: tuple[UnitQuota, ...] = ()
     cohort: str | None = None
-    namespace_selector: LabelSelector = LabelSelector()
+    namespace_selector: LabelSelector = field(default_factory=LabelSelector)
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     # How long an admitted group may take until every member is bound; None: the operator's default.
     bind_timeout_seconds: int | None = None
@@ -109,7 +80,7 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
         raise spec.fail("bindTimeoutSeconds", f"{timeout} is too short: at least 10 seconds")
     return ClusterQueue(
         name=fields.map("metadata").str("name", required=True), quotas=tuple(quotas), cohort=cohort,
-        namespace_selector=parse_label_selector(spec.map("namespaceSelector")),
+        namespace_selector=read_label_selector(spec.map("namespaceSelector")),
         strategy=QueueingStrategy(strategy), bind_timeout_seconds=timeout,
         preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec))
 
@@ -133,21 +104,6 @@ def _non_negative(entry: Fields, key: str) -> Quantity:
     if value.sign() < 0:
         raise entry.fail(key, f"must not be negative, got {value}")
     return value
-
-
-def parse_label_selector(fields: Fields) -> LabelSelector:
-    requirements = []
-    for entry in fields.maps("matchExpressions"):
-        operator = entry.str("operator", required=True)
-        values = entry.str_list("values")
-        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise entry.fail("operator", f"unknown operator {operator!r}; expected In, NotIn, Exists or "
-                             "DoesNotExist")
-        if (operator in ("In", "NotIn")) != bool(values):
-            raise entry.fail("values", "In and NotIn need values; Exists and DoesNotExist take none")
-        requirements.append(LabelRequirement(entry.str("key", required=True), operator, values))
-    labels = tuple(sorted(fields.str_map("matchLabels").items()))
-    return LabelSelector(labels, tuple(requirements))
 
 
 def parse_local_queue(manifest: Mapping[str, Any], default_namespace: str = "default") -> LocalQueue:

@@ -32,7 +32,6 @@ from admission.core.review.envelope import (
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_mutation import job_group_min, mutate
 from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
-from admission.core.review.selectors import selector_matches
 from admission.core.review.validating import validate
 
 __all__ = [
@@ -53,7 +52,6 @@ __all__ = [
     "pod_queue",
     "render_response",
     "request_uid",
-    "selector_matches",
     "uid_from_prefix",
     "validate",
 ]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from admission.core.errors import DraqError
-from admission.core.models import ObjectRef
+from admission.core.errors import DraqError, InvalidInput
+from admission.core.models import ObjectRef, parse_label_selector
 from admission.core.quota import DraCel, compile_unit, parse_cluster_queue, parse_quota_unit
 from admission.core.review.envelope import AdmissionRequest, Decision
 from admission.core.review.lookups import Lookups
 from admission.core.review.readers import mapping
-from admission.core.review.selectors import selector_matches
 
 
 def _validate_local_queue(request: AdmissionRequest, lookups: Lookups) -> Decision:
@@ -28,7 +27,14 @@ def _validate_local_queue(request: AdmissionRequest, lookups: Lookups) -> Decisi
     namespace_labels = lookups.namespace_labels(request.namespace)
     if namespace_labels is None or not isinstance(selector, Mapping):
         return Decision.allow()
-    if not selector_matches(selector, namespace_labels):
+    try:
+        serves = parse_label_selector(selector, f"ClusterQueue {name}", "spec.namespaceSelector")
+    except InvalidInput as err:
+        return Decision.deny(
+            f"{request.describe()}, field spec.clusterQueue: ClusterQueue {name!r} cannot be used: {err}. "
+            "Fix the ClusterQueue's namespaceSelector first",
+        )
+    if not serves.matches(namespace_labels):
         return Decision.deny(
             f"{request.describe()}, field spec.clusterQueue: ClusterQueue {name!r} does not serve "
             f"namespace {request.namespace!r} (its spec.namespaceSelector does not match the namespace's "

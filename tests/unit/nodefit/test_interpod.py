@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from admission.core.allocator import Allocator, KnownUnfit, Snapshot, members_for, place_gang
+from admission.core.errors import InvalidInput
 from admission.core.features import exactly
 from admission.core.models import Node, Pod
 from admission.core.nodefit import EXISTING_ANTI_AFFINITY, NodeFitIndex, PodFit
@@ -57,6 +58,21 @@ def test_the_terms_are_parsed() -> None:
     assert found.label_selector is not None and found.label_selector.matches({"app": "web", "tier": "1"})
     assert not found.label_selector.matches({"app": "web"})
     assert found.namespace_selector is not None and found.namespace_selector.matches({})
+
+
+@pytest.mark.parametrize(("selectors", "field"), [
+    ({"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Bogus", "values": ["web"]}]}},
+     "labelSelector.matchExpressions[0].operator"),
+    ({"labelSelector": WEB, "namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "In"}]}},
+     "namespaceSelector.matchExpressions[0].values"),
+])
+def test_a_term_with_an_invalid_selector_makes_the_pod_invalid(selectors: dict[str, Any], field: str) -> None:
+    # Before, such a term selected no pod (or every namespace) without a word.
+    with pytest.raises(InvalidInput) as caught:
+        models(holder({"topologyKey": ZONE, **selectors}))
+    assert caught.value.obj == "Pod default/holder"
+    assert caught.value.field == ("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]."
+                                  + field)
 
 
 @pytest.mark.parametrize(("terms", "namespace", "labels", "rejected"), [

@@ -87,6 +87,14 @@ def test_a_cluster_queue_that_does_not_parse_stops_only_its_groups() -> None:
                  "spec.quotas[0].nominal: 'lots' is not a quantity")
 
 
+def test_a_cluster_queue_whose_namespace_selector_has_an_unknown_operator_stops_only_its_groups() -> None:
+    broken = cluster_queue("other", quota("gpus", 8), namespace_selector={
+        "matchExpressions": [{"key": "team", "operator": "Bogus", "values": ["a"]}]})
+    only_b_waits(decide(world(other=broken)), WaitReason.QUEUE_INVALID,
+                 "LocalQueue team/olq points to ClusterQueue other, which is invalid",
+                 "spec.namespaceSelector.matchExpressions[0].operator: unknown operator 'Bogus'")
+
+
 def test_an_unreadable_cluster_queue_holding_admissions_stops_its_cohort_only() -> None:
     # `other` (cohort pool) holds a running group; `mate` shares the cohort; `main` is alone.
     broken = cluster_queue("other", quota("gpus", "lots"), cohort="pool")

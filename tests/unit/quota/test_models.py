@@ -142,7 +142,9 @@ def test_cluster_queue_policies_parse() -> None:
     ({"preemption": {"minimumRunSeconds": 10**9}}, "spec.preemption.minimumRunSeconds", "out of range"),
     ({"fairSharing": {"weight": "-0.5"}}, "spec.fairSharing.weight", "must not be negative"),
     ({"namespaceSelector": {"matchExpressions": [{"key": "k", "operator": "In"}]}},
-     "spec.namespaceSelector.matchExpressions[0].values", "need values"),
+     "spec.namespaceSelector.matchExpressions[0].values", "operator In needs at least one value"),
+    ({"namespaceSelector": {"matchExpressions": [{"key": "k", "operator": "Bogus", "values": ["v"]}]}},
+     "spec.namespaceSelector.matchExpressions[0].operator", "unknown operator 'Bogus'"),
 ])
 def test_bad_cluster_queues_name_the_field(spec: dict[str, Any], field: str, reason: str) -> None:
     with pytest.raises(InvalidInput, match=reason) as err:

@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from admission.core.cel import compile_expression
-from admission.core.review import selector_matches
+from admission.core.models import parse_label_selector
+
+
+def selects(webhook: Mapping[str, Any], field: str, labels: Mapping[str, str]) -> bool:
+    """Whether the webhook's `namespaceSelector` or `objectSelector` matches `labels` (parsed strictly: a
+    generated selector the API server would reject fails here)."""
+    name = webhook.get("name", "webhook")
+    return parse_label_selector(webhook[field], f"webhook {name}", field).matches(labels)
 
 
 def _labels(obj: Mapping[str, Any] | None) -> dict[str, str]:
@@ -33,9 +40,9 @@ def conditions_hold(webhook: Mapping[str, Any], operation: str, obj: Mapping[str
 def sent(webhook: Mapping[str, Any], namespace_labels: Mapping[str, str], operation: str,
          obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None, username: str = "alice") -> bool:
     """Whether the API server calls `webhook` for this pod request."""
-    if not selector_matches(webhook["namespaceSelector"], namespace_labels):
+    if not selects(webhook, "namespaceSelector", namespace_labels):
         return False
     candidates = [o for o in (obj, old) if o is not None]
-    if not any(selector_matches(webhook["objectSelector"], _labels(o)) for o in candidates):
+    if not any(selects(webhook, "objectSelector", _labels(o)) for o in candidates):
         return False
     return conditions_hold(webhook, operation, obj, old, username)

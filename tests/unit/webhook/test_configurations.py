@@ -11,10 +11,9 @@ import yaml
 
 from admission.cli import webhook as cli
 from admission.core.errors import InvalidInput
-from admission.core.review import selector_matches
 from admission.webhook.configurations import WebhookTarget, configurations
 
-from .match_conditions import sent
+from .match_conditions import selects, sent
 
 TARGET = WebhookTarget(url="https://127.0.0.1:9443")
 
@@ -84,7 +83,7 @@ def test_webhook_names_are_unique_and_qualified() -> None:
 
 def test_own_namespace_is_configurable() -> None:
     for webhook in webhooks("ops"):
-        assert not selector_matches(webhook["namespaceSelector"], namespace_labels(
+        assert not selects(webhook, "namespaceSelector", namespace_labels(
             "ops", **{"draq.io/default-queue": "q", "draq.io/managed": "true"}))
 
 

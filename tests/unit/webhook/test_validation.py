@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from admission.core.labels import DEFAULT_DRAQ_USER, GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.review import GatingPolicy, selector_matches, validate
+from admission.core.review import GatingPolicy, validate
 from admission.core.review.envelope import ObjectRef
 
 from .builders import CLUSTER_QUEUE, LOCAL_QUEUE, POD, FakeLookups, cluster, pod, request
@@ -143,6 +143,17 @@ def test_local_queue_outside_the_cluster_queue_namespace_selector_is_denied() ->
     assert check(LOCAL_QUEUE, _local_queue("picky"), lookups).allowed
 
 
+def test_local_queue_naming_a_cluster_queue_with_an_invalid_namespace_selector_is_denied() -> None:
+    lookups = cluster()
+    lookups.cluster_queues["odd"] = {"spec": {"namespaceSelector": {
+        "matchExpressions": [{"key": "team", "operator": "Near", "values": ["ml"]}]}}}
+    decision = check(LOCAL_QUEUE, _local_queue("odd"), lookups)
+    assert not decision.allowed and decision.code == 403
+    assert "ClusterQueue 'odd' cannot be used: ClusterQueue odd, field " \
+        "spec.namespaceSelector.matchExpressions[0].operator: unknown operator 'Near'" in decision.message
+    assert "does not serve" not in decision.message
+
+
 def test_cluster_queue_quoting_missing_units_is_denied() -> None:
     lookups = cluster()
     lookups.units["gpus"] = {"spec": {}}
@@ -154,18 +165,6 @@ def test_cluster_queue_quoting_missing_units_is_denied() -> None:
     assert {ref.name for ref in decision.missing} == {"memory", "mig"}
     lookups.units["memory"] = lookups.units["mig"] = {"spec": {}}
     assert check(CLUSTER_QUEUE, obj, lookups).allowed
-
-
-def test_selector_matching() -> None:
-    labels = {"team": "ml", "tier": "gold"}
-    assert selector_matches({}, labels)
-    assert selector_matches({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]},
-                            labels)
-    assert not selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn",
-                                                       "values": ["gold"]}]}, labels)
-    assert selector_matches({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
-    assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
-    assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Bogus"}]}, labels)
 
 
 def test_cluster_queue_with_bad_preemption_policies_is_denied() -> None:
