@@ -30,8 +30,8 @@ from admission.core.quota import (
     GroupObjects,
     Inventory,
     LocalQueue,
-    Plan,
-    UnitQuota,
+    Placement,
+    QueueQuota,
     charge_group,
     compile_unit,
     device_selected,
@@ -102,7 +102,7 @@ def cycle_input(groups: int, nodes: int, gpus: int) -> CycleInput:
                                   f"{index // 60 % 60:02d}:{index % 60:02d}Z")
     models = parse_objects(cluster_manifests(nodes, gpus, MODELS, NODE_ALLOCATABLE) + objects)
     nominal = parse_quantity(nodes * gpus * 5 // 8)
-    queues = [ClusterQueue(f"{name}-cq", (UnitQuota("gpus", nominal),)) for name in ("red", "blue")]
+    queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),)) for name in ("red", "blue")]
     local_queues = {q.key: q for q in (LocalQueue(NAMESPACE, name, f"{name}-cq") for name in ("red", "blue"))}
     views = collect_groups([m for m in models if isinstance(m, Pod)], ())
     units = (quota_unit("gpus", {"devices": {"deviceClassNames": ["gpu"]}}),)
@@ -135,7 +135,7 @@ def large_cycle_input(groups: int, queues: int, nodes: int, gpus: int) -> CycleI
     models = parse_objects(cluster_manifests(nodes, gpus, MODELS, NODE_ALLOCATABLE) + held(nodes // 2, gpus)
                            + objects)
     nominal = parse_quantity(nodes * gpus // queues)
-    cluster_queues = [ClusterQueue(f"{name}-cq", (UnitQuota("gpus", nominal),)) for name in names]
+    cluster_queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),)) for name in names]
     local_queues = {q.key: q for q in (LocalQueue(NAMESPACE, name, f"{name}-cq") for name in names)}
     views = collect_groups([m for m in models if isinstance(m, Pod)], ())
     units = (quota_unit("gpus", {"devices": {"deviceClassNames": ["gpu"]}}),)
@@ -174,7 +174,7 @@ def bench_cycle(groups: int, nodes: int, gpus: int, repeat: int) -> None:
 
 
 # ----- 2. charging one group -----------------------------------------------------------------------
-def charging_case(pods: int, nodes: int, gpus: int) -> tuple[GroupObjects, Inventory, Plan]:
+def charging_case(pods: int, nodes: int, gpus: int) -> tuple[GroupObjects, Inventory, Placement]:
     """The group, the inventory, and the exact plan the allocator places the group by."""
     group = gang_manifests("big", "red", pods, 2, "2026-01-01T00:00:00Z")
     models = parse_objects(cluster_manifests(nodes, gpus, MODELS) + group)
@@ -185,7 +185,7 @@ def charging_case(pods: int, nodes: int, gpus: int) -> tuple[GroupObjects, Inven
     members = members_for(group_pods, {}, templates)
     placed = place_gang(Allocator(snapshot, GATES), members)
     assert placed.feasible, placed.reason
-    plan = Plan(dict(placed.placements), dict(placed.allocations))
+    plan = Placement(dict(placed.placements), dict(placed.allocations))
     return objects, charging_inventory(snapshot, GATES), plan
 
 

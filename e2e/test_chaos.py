@@ -41,7 +41,7 @@ from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import RUN_SECONDS_ANNOTATION, NodeSimulator
 from e2e.waiting import until
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 DRAQ_NS = "draq-system"
 GPU_CLASS = "gpu.nvidia.com"
 LEASE, DEADLINE, RETRY = 5, 3.5, 0.5

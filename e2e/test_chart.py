@@ -46,7 +46,7 @@ from admission.localcluster.nodesim import NodeSimulator
 from admission.webhook.configurations import WebhookTarget, configurations
 from e2e.waiting import until
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "draq"
 KUBERNETES = "1.35.0"
 RELEASE = "draq-e2e"

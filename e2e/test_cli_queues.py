@@ -31,7 +31,7 @@ from e2e.waiting import until
 
 __all__ = ["crds"]  # the fixture, imported for this module
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from admission.localcluster.controlplane import ControlPlane
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[1]
 CRDS = ROOT / "crds"
 KINDS = ("clusterqueues", "localqueues", "quotaunits", "podgroups")
 

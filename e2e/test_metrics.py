@@ -37,7 +37,7 @@ from admission.localcluster.nodesim import NodeSimulator
 from e2e.waiting import until
 from tests.support.dashboards import load_builder
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 dashboards = load_builder()  # dashboards/build.py is a script, not a package
 
 GPU_CLASS = "gpu.nvidia.com"

@@ -31,7 +31,7 @@ from admission.localcluster.controlplane import ControlPlane, ControlPlaneError,
 from admission.webhook.certificates import issue_serving, new_ca
 from e2e.waiting import until
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 GATE = "draq.io/admission"
 DRAQ_USER = "system:serviceaccount:draq-system:draq"
 AS_DRAQ = f"--as={DRAQ_USER}"

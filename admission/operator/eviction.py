@@ -15,7 +15,7 @@ import logging
 from admission.core.cycle import (
     PREEMPTED,
     GroupView,
-    PreemptionPlan,
+    Preemptions,
     due_for_requeue,
     evicted_status,
     overdue,
@@ -68,7 +68,7 @@ class Evictor:
             changed = True
         return changed
 
-    async def preempt(self, reading: Reading, plan: PreemptionPlan, now: dt.datetime) -> bool:
+    async def preempt(self, reading: Reading, plan: Preemptions, now: dt.datetime) -> bool:
         """Evict the victims of preemptions as overdue groups are evicted: the record first (phase Evicted,
         condition Preempted naming the preemptor, requeued at once), an Event, then the members."""
         changed = False

@@ -9,15 +9,15 @@ import pytest
 
 PUBLIC = {
     "admission.core.allocator": [
-        "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlan", "INVALID_POOLS",
+        "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlacement", "INVALID_POOLS",
         "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
-        "RequestExplanation", "Snapshot", "SnapshotIndex", "Status", "Usage", "allocation_to_manifest", "explain",
+        "RequestExplanation", "Snapshot", "SnapshotInventory", "Status", "Usage", "allocation_to_manifest", "explain",
         "explain_best", "members_for", "place_gang", "pod_claims"
     ],
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "ChargeCorrection", "CycleInput", "CycleResult",
         "DEFAULT_BIND_TIMEOUT", "Evict", "Extend", "GroupDecision", "GroupEvent", "GroupView", "LATE_CONDITION",
-        "LateWait", "NODE_NAME_FIELD", "PREEMPTED", "PendingCounts", "PhaseChange", "Preempt", "PreemptionPlan",
+        "LateWait", "NODE_NAME_FIELD", "PREEMPTED", "PendingCounts", "PhaseChange", "Preempt", "Preemptions",
         "Requeue", "STEPS", "StepTimer", "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status",
         "backoff_seconds", "charge_corrected_event", "charge_corrections", "charging_inventory", "collect_groups",
         "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
@@ -30,9 +30,9 @@ PUBLIC = {
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
-        "Inventory", "LocalQueue", "NONE", "Phase", "Plan", "PlannedClaim", "PodGroup", "QueueState",
-        "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "RecordedPlan", "SelectionFilter",
-        "Unchargeable", "UnitQuota", "UnitStatus", "Unreadable", "charge_group", "charge_status",
+        "Inventory", "LocalQueue", "NONE", "Phase", "Placement", "PlannedClaim", "PodGroup", "QueueState",
+        "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "Plan", "SelectionFilter",
+        "Unchargeable", "QueueQuota", "UnitStatus", "Unreadable", "charge_group", "charge_status",
         "cluster_queue_active", "cluster_queue_status", "compile_unit", "device_selected", "device_value",
         "extended_claim_id", "extended_claims", "extended_resource_claim_spec", "extended_resource_class",
         "format_amount", "invalid_queue_active", "invalid_unit_event", "local_queue_status", "parse_cluster_queue",

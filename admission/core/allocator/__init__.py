@@ -12,8 +12,8 @@ from admission.core.allocator.errors import (
     NodeAllocationError,
 )
 from admission.core.allocator.explain import Explanation, RequestExplanation, explain, explain_best
-from admission.core.allocator.gang import GangMember, GangPlan, KnownUnfit, members_for, place_gang, pod_claims
-from admission.core.allocator.inventory import NodeView, PoolView, SnapshotIndex
+from admission.core.allocator.gang import GangMember, GangPlacement, KnownUnfit, members_for, place_gang, pod_claims
+from admission.core.allocator.inventory import NodeView, PoolView, SnapshotInventory
 from admission.core.allocator.results import allocation_to_manifest
 from admission.core.allocator.usage import Usage
 
@@ -24,7 +24,7 @@ __all__ = [
     "Allocator",
     "Explanation",
     "GangMember",
-    "GangPlan",
+    "GangPlacement",
     "KnownUnfit",
     "MissingDeviceClass",
     "NodeAllocationError",
@@ -33,7 +33,7 @@ __all__ = [
     "PoolView",
     "RequestExplanation",
     "Snapshot",
-    "SnapshotIndex",
+    "SnapshotInventory",
     "Status",
     "Usage",
     "allocation_to_manifest",

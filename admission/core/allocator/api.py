@@ -8,7 +8,7 @@ from enum import Enum
 from functools import cached_property
 
 from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
-from admission.core.allocator.inventory import NodeView, SnapshotIndex
+from admission.core.allocator.inventory import NodeView, SnapshotInventory
 from admission.core.allocator.results import ResultMemo, build_allocation
 from admission.core.allocator.search import ClaimMemo, NodeSearch, SearchBudgetExceeded, missing_class
 from admission.core.allocator.selectors import SelectorEvaluator
@@ -74,7 +74,7 @@ class Snapshot:
     def __init__(self, nodes: Iterable[Node] = (), classes: Iterable[DeviceClass] = (),
                  slices: Iterable[ResourceSlice] = (), claims: Iterable[ResourceClaim] = (),
                  templates: Iterable[ResourceClaimTemplate] = (), pods: Iterable[Pod] = ()) -> None:
-        self.inventory = SnapshotIndex(nodes, classes, slices)
+        self.inventory = SnapshotInventory(nodes, classes, slices)
         self.claims: dict[str, ResourceClaim] = {c.key: c for c in claims}
         self.templates: dict[str, ResourceClaimTemplate] = {f"{t.namespace}/{t.name}": t for t in templates}
         self.pods: dict[str, Pod] = {p.key: p for p in pods}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from admission.core.allocator.api import Allocator
 from admission.core.allocator.errors import AllocationError
-from admission.core.allocator.search import Alternative, ClaimPlan, NodeSearch
+from admission.core.allocator.search import Alternative, ClaimSearch, NodeSearch
 from admission.core.allocator.usage import Usage
 from admission.core.models import Node, ResourceClaim
 
@@ -96,7 +96,7 @@ def explain_best(allocator: Allocator, nodes: Iterable[Node | str], claims: Sequ
     return best
 
 
-def _alternative(search: NodeSearch, plan: ClaimPlan, alternative: Alternative) -> RequestExplanation:
+def _alternative(search: NodeSearch, plan: ClaimSearch, alternative: Alternative) -> RequestExplanation:
     matched = free = 0
     blocked: Counter[str] = Counter()
     error = None

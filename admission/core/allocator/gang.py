@@ -56,7 +56,7 @@ class GangMember:
 
 
 @dataclass(frozen=True, slots=True)
-class GangPlan:
+class GangPlacement:
     feasible: bool
     placements: Mapping[str, str] = field(default_factory=dict)  # pod key -> node name
     allocations: Mapping[str, AllocationResult] = field(default_factory=dict)  # claim key -> result
@@ -108,7 +108,7 @@ class _Candidates:
 def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
                promised: Iterable[AllocationResult] = (), usage: Usage | None = None,
                nodes: NodeUsage | None = None, max_backtracks: int = DEFAULT_MAX_BACKTRACKS,
-               known: KnownUnfit | None = None) -> GangPlan:
+               known: KnownUnfit | None = None) -> GangPlacement:
     """Place every member or say why not. `promised`: devices of admitted-but-unbound groups;
     `nodes`: what pods already take on each node (default: the pods bound in the snapshot).
     `known`: what earlier calls with this very usage, promised devices and node usage found (a cycle
@@ -126,11 +126,11 @@ class KnownUnfit:
     pairs: set[tuple[str, str]] = field(default_factory=set)
     full: frozenset[str] | None = None
     # Groups of one shape that failed (no allocation error): the answer, and the failed member's claims.
-    failures: dict[object, tuple[GangPlan, int, tuple[str, ...]]] = field(default_factory=dict)
+    failures: dict[object, tuple[GangPlacement, int, tuple[str, ...]]] = field(default_factory=dict)
 
 
 def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
-                usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit) -> GangPlan:
+                usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit) -> GangPlacement:
     root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
     shape = _group_shape(members, allocator.snapshot.node_fit) if not allocator.gates.extended_resource else None
     seen = known.failures.get(shape) if shape is not None else None
@@ -156,7 +156,7 @@ def _group_shape(members: Sequence[GangMember], index: NodeFitIndex) -> object:
                  for m in members)
 
 
-def _renamed(seen: tuple[GangPlan, int, tuple[str, ...]], members: Sequence[GangMember]) -> GangPlan:
+def _renamed(seen: tuple[GangPlacement, int, tuple[str, ...]], members: Sequence[GangMember]) -> GangPlacement:
     """The failure of an earlier group of the same shape, in this group's names: the same member (by
     position) fails after as many others were placed, with the same best node and device counts."""
     plan, at, old_claims = seen
@@ -170,12 +170,12 @@ def _renamed(seen: tuple[GangPlan, int, tuple[str, ...]], members: Sequence[Gang
     if explanation is not None:
         explanation = dataclasses.replace(explanation, requests=tuple(
             dataclasses.replace(r, claim=new_claims.get(r.claim, r.claim)) for r in explanation.requests))
-    return GangPlan(False, reason=reason, failed_member=member.key, explanation=explanation,
+    return GangPlacement(False, reason=reason, failed_member=member.key, explanation=explanation,
                     unschedulable=plan.unschedulable)
 
 
 def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
-                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, root: _State) -> GangPlan:
+                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, root: _State) -> GangPlacement:
     base = (usage or allocator.usage).copy()
     for allocation in promised:
         base.add(allocation, allocator.gates)
@@ -203,7 +203,7 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
             continue
         last_failure = placed or last_failure
         if last_failure is not None and last_failure.status is Status.ERROR:
-            return GangPlan(False, reason=last_failure.message, failed_member=member.key, error=True)
+            return GangPlacement(False, reason=last_failure.message, failed_member=member.key, error=True)
         if deepest is None or index >= deepest[0]:
             deepest = (index, state, last_failure)
         if index == 0 or backtracks >= max_backtracks:
@@ -215,8 +215,8 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
     final = states[-1]
     order_problem = _order_dependence(search, members, final, base)
     if order_problem is not None:
-        return GangPlan(False, dict(final.placements), dict(final.allocations), order_problem)
-    return GangPlan(True, dict(final.placements), dict(final.allocations))
+        return GangPlacement(False, dict(final.placements), dict(final.allocations), order_problem)
+    return GangPlacement(True, dict(final.placements), dict(final.allocations))
 
 
 def _device_shape(claims: Sequence[ResourceClaim]) -> str:
@@ -448,7 +448,7 @@ def _with_known_allocation(claim: ResourceClaim, allocations: Mapping[str, Alloc
 
 
 def _failure(search: _Search, member: GangMember, state: _State, candidates: _Candidates,
-             last: Outcome | None) -> GangPlan:
+             last: Outcome | None) -> GangPlacement:
     """Why the member fits nowhere in `state`: per node, the first node filter that fails, else its devices."""
     allocator = search.allocator
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
@@ -483,7 +483,7 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
             reason += f": {nodes_available(len(allocator.snapshot.nodes), tally)}"
         if best:
             reason += f"; best node {best.node}"
-    return GangPlan(False, dict(state.placements), dict(state.allocations), reason, member.key, best,
+    return GangPlacement(False, dict(state.placements), dict(state.allocations), reason, member.key, best,
                     unschedulable=unschedulable)
 
 

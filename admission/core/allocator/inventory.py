@@ -60,7 +60,7 @@ class NodeView:
         return tuple(p for p in self.pools if p.invalid is not None)
 
 
-class SnapshotIndex:
+class SnapshotInventory:
     """Nodes, classes and slices of one snapshot, indexed for allocation."""
 
     def __init__(self, nodes: Iterable[Node], classes: Iterable[DeviceClass],
@@ -90,7 +90,7 @@ class SnapshotIndex:
                 self._shared.append(item)
 
     def updated(self, nodes: Iterable[Node] | None = None, classes: Iterable[DeviceClass] | None = None,
-                slices: Iterable[ResourceSlice] | None = None) -> SnapshotIndex:
+                slices: Iterable[ResourceSlice] | None = None) -> SnapshotInventory:
         """The index of the next snapshot (None: unchanged), sharing what still holds.
 
         Node views are rebuilt on use when their node object changed (`node_view` checks it). When
@@ -99,7 +99,7 @@ class SnapshotIndex:
         all. Selector results (`derived`) are kept for the devices of unchanged slices. `changed_nodes`
         names the nodes whose view may differ from the previous index's (None: any).
         """
-        index = SnapshotIndex.__new__(SnapshotIndex)
+        index = SnapshotInventory.__new__(SnapshotInventory)
         index.nodes = {n.name: n for n in nodes} if nodes is not None else self.nodes
         index.classes = {c.name: c for c in classes} if classes is not None else self.classes
         index._views = dict(self._views)
@@ -127,7 +127,7 @@ class SnapshotIndex:
                 index._derived[key] = carry(index, changed_devices)
         return index
 
-    def _take_slices(self, previous: SnapshotIndex, slices: tuple[ResourceSlice, ...],
+    def _take_slices(self, previous: SnapshotInventory, slices: tuple[ResourceSlice, ...],
                      changed_nodes: set[str] | None) -> set[str] | None:
         """Index `slices`, reusing `previous`'s bookkeeping for the pools and nodes no changed slice
         touches, and drop the views they may affect; the ids of the devices in changed slices (added

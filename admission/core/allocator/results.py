@@ -6,8 +6,8 @@ import uuid
 from typing import Any
 
 from admission.core.allocator.capacity import as_quantities
-from admission.core.allocator.inventory import SnapshotIndex
-from admission.core.allocator.search import ClaimPlan, Pick
+from admission.core.allocator.inventory import SnapshotInventory
+from admission.core.allocator.search import ClaimSearch, Pick
 from admission.core.features import FeatureGates
 from admission.core.models import (
     AllocatedConfig,
@@ -31,7 +31,7 @@ _SHARE_NAMESPACE = uuid.UUID("6f1c5d2e-3b7a-4c1e-9d8f-2a4b6c8e0f13")
 ResultMemo = dict[tuple[int, int, str], tuple[Device, DeviceSelection, DeviceAllocation]]
 
 
-def build_allocation(plan: ClaimPlan, node: Node, inventory: SnapshotIndex, gates: FeatureGates,
+def build_allocation(plan: ClaimSearch, node: Node, inventory: SnapshotInventory, gates: FeatureGates,
                      memo: ResultMemo | None = None) -> AllocationResult:
     """The claim's allocation; with `memo` (for one gate set), equal unshared results are built once."""
     results = []
@@ -41,7 +41,7 @@ def build_allocation(plan: ClaimPlan, node: Node, inventory: SnapshotIndex, gate
     return AllocationResult(tuple(results), _config(plan), _node_selector(plan.picks, node, inventory))
 
 
-def _known_result(plan: ClaimPlan, index: int, pick: Pick, gates: FeatureGates,
+def _known_result(plan: ClaimSearch, index: int, pick: Pick, gates: FeatureGates,
                   memo: ResultMemo) -> DeviceAllocation:
     device, selection = pick.device, pick.alternative.selection
     key = (id(device), id(selection), pick.alternative.result_name)
@@ -53,7 +53,7 @@ def _known_result(plan: ClaimPlan, index: int, pick: Pick, gates: FeatureGates,
     return result
 
 
-def _result(plan: ClaimPlan, index: int, pick: Pick, gates: FeatureGates) -> DeviceAllocation:
+def _result(plan: ClaimSearch, index: int, pick: Pick, gates: FeatureGates) -> DeviceAllocation:
     device, alternative = pick.device, pick.alternative
     share_id = None
     consumed = {}
@@ -74,7 +74,7 @@ def _result(plan: ClaimPlan, index: int, pick: Pick, gates: FeatureGates) -> Dev
     )
 
 
-def _config(plan: ClaimPlan) -> tuple[AllocatedConfig, ...]:
+def _config(plan: ClaimSearch) -> tuple[AllocatedConfig, ...]:
     if not plan.claim.spec.config and not _class_config(plan.picks):
         return ()
     by_class: dict[str, list[str]] = {}
@@ -101,7 +101,7 @@ def _class_config(picks: list[Pick]) -> bool:
     return False
 
 
-def _node_selector(picks: list[Pick], node: Node, inventory: SnapshotIndex) -> NodeSelector | None:
+def _node_selector(picks: list[Pick], node: Node, inventory: SnapshotInventory) -> NodeSelector | None:
     expressions: list[NodeSelectorRequirement] = []
     fields: list[NodeSelectorRequirement] = []
     for pick in picks:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from admission.core.allocator.capacity import Consumption, consumption, fits
 from admission.core.allocator.constraints import ConstraintTracker
 from admission.core.allocator.errors import AllocationError, MissingDeviceClass
-from admission.core.allocator.inventory import NodeView, SnapshotIndex
+from admission.core.allocator.inventory import NodeView, SnapshotInventory
 from admission.core.allocator.selectors import SelectorEvaluator
 from admission.core.allocator.usage import Usage
 from admission.core.features import FeatureGates
@@ -86,7 +86,7 @@ class Pick:
 
 
 @dataclass(slots=True)
-class ClaimPlan:
+class ClaimSearch:
     claim: ResourceClaim
     owner: str
     requests: list[list[Alternative]]
@@ -126,7 +126,7 @@ def permuting_release(gates: FeatureGates) -> bool:
 
 
 class NodeSearch:
-    def __init__(self, inventory: SnapshotIndex, view: NodeView, usage: Usage, gates: FeatureGates,
+    def __init__(self, inventory: SnapshotInventory, view: NodeView, usage: Usage, gates: FeatureGates,
                  selectors: SelectorEvaluator, budget: int | None = None,
                  claim_memo: ClaimMemo | None = None) -> None:
         self.inventory = inventory
@@ -153,7 +153,7 @@ class NodeSearch:
         self._declared_counters: dict[str, dict[CounterKey, Fraction]] = {}
         self._cluster_counters: dict[str, dict[CounterKey, Fraction]] = {}
         self._overconsumed: dict[str, bool] = {}
-        self.plans: list[ClaimPlan] = []
+        self.plans: list[ClaimSearch] = []
         # Gate answers looked up once: they are read for every device tried.
         self.consumable_gate = gates.consumable_capacity
         self.binding_gate = gates.binding_conditions
@@ -227,7 +227,7 @@ class NodeSearch:
             return True
         return self.partitions_gate and any(d.consumes_counters for d in self.view.devices)
 
-    def plan_claim(self, claim: ResourceClaim) -> ClaimPlan:
+    def plan_claim(self, claim: ResourceClaim) -> ClaimSearch:
         """The claim's requests checked (raising AllocationError where the scheduler fails them) and
         turned into alternatives. What does not depend on the node is kept in `claim_memo`, when given,
         so that the checks run once per claim and allocator, not once per node."""
@@ -235,7 +235,7 @@ class NodeSearch:
         known = memo.get(id(claim)) if memo is not None else None
         if known is not None and known[0] is claim:
             constraints = claim.spec.constraints
-            return ClaimPlan(claim, known[1], known[2],
+            return ClaimSearch(claim, known[1], known[2],
                              [ConstraintTracker(c, self.gates) for c in constraints] if constraints else [],
                              depth=known[3], choices=known[4])
         plan = self._plan_claim(claim)
@@ -243,7 +243,7 @@ class NodeSearch:
             memo[id(claim)] = (claim, plan.owner, plan.requests, plan.depth, plan.choices)
         return plan
 
-    def _plan_claim(self, claim: ResourceClaim) -> ClaimPlan:
+    def _plan_claim(self, claim: ResourceClaim) -> ClaimSearch:
         owner = f"claim {claim.key}"
         trackers = [ConstraintTracker(c, self.gates) for c in claim.spec.constraints]
         requests: list[list[Alternative]] = []
@@ -278,7 +278,7 @@ class NodeSearch:
             if constraint.match_attribute is None and not distinct:
                 raise AllocationError(f"{owner}, constraint #{index}: empty constraint (unsupported "
                                       "constraint type?)")
-        return ClaimPlan(claim, owner, requests, trackers, depth=depth, choices=choices)
+        return ClaimSearch(claim, owner, requests, trackers, depth=depth, choices=choices)
 
     def _alternative(self, owner: str, where: str, request: str, result_name: str,
                      selection: DeviceSelection, trackers: list[ConstraintTracker]) -> Alternative:
@@ -349,7 +349,7 @@ class NodeSearch:
         key = device.id
         return fits(device, amount, self.usage.consumed.get(key), self.capacity_in_search.get(key))
 
-    def in_use(self, plan: ClaimPlan, alternative: Alternative, device: Device) -> bool:
+    def in_use(self, plan: ClaimSearch, alternative: Alternative, device: Device) -> bool:
         """Checked first, as it is cheap: taken in the cluster or by this search. An admin-access
         request only avoids devices its own claim already has (shared devices never count)."""
         device_id = device.id
@@ -359,7 +359,7 @@ class NodeSearch:
             return device_id in self.usage.exclusive
         return device_id in self.picked or self.usage.is_allocated(device_id)
 
-    def blocker(self, plan: ClaimPlan, alternative: Alternative, device: Device) -> str | None:
+    def blocker(self, plan: ClaimSearch, alternative: Alternative, device: Device) -> str | None:
         """Section 5.3 without constraints: why a selectable device cannot be taken now, or None."""
         if self.in_use(plan, alternative, device):
             return IN_USE
@@ -486,7 +486,7 @@ class NodeSearch:
 
     # ----- taking and releasing devices -------------------------------------------------------
 
-    def take(self, plan: ClaimPlan, alternative: Alternative, device: Device, *, slot: int = 0,
+    def take(self, plan: ClaimSearch, alternative: Alternative, device: Device, *, slot: int = 0,
              strict: bool = False, free: bool = False) -> Pick | None:
         """Record the device for the alternative if it can be taken; None if not.
 
@@ -545,7 +545,7 @@ class NodeSearch:
                                   f"{device.id} (index {slot} out of range of its slice)")
         return not self._capacity_admits(alternative, devices[slot], uniform=True)
 
-    def _record(self, plan: ClaimPlan, alternative: Alternative, device: Device, multi: bool,
+    def _record(self, plan: ClaimSearch, alternative: Alternative, device: Device, multi: bool,
                 charged: dict[CounterKey, Fraction] | None) -> Pick:
         device_id = device.id
         pick = Pick(alternative, device, shared=multi, counters=charged)
@@ -564,7 +564,7 @@ class NodeSearch:
         plan.picks.append(pick)
         return pick
 
-    def release(self, plan: ClaimPlan, pick: Pick) -> None:
+    def release(self, plan: ClaimSearch, pick: Pick) -> None:
         device_id = pick.device.id
         alternative = pick.alternative
         plan.picks.pop()

@@ -63,7 +63,7 @@ from admission.core.cycle.types import (
     GroupDecision,
     LateWait,
     Preempt,
-    PreemptionPlan,
+    Preemptions,
     Wait,
     WaitReason,
 )
@@ -91,7 +91,7 @@ __all__ = [
     "PendingCounts",
     "PhaseChange",
     "Preempt",
-    "PreemptionPlan",
+    "Preemptions",
     "Requeue",
     "StepTimer",
     "Wait",

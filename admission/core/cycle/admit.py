@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from admission.core.allocator import (
     Allocator,
-    GangPlan,
+    GangPlacement,
     KnownUnfit,
     Usage,
     members_for,
@@ -36,7 +36,7 @@ from admission.core.quota import (
     GroupObjects,
     Inventory,
     LocalQueue,
-    Plan,
+    Placement,
     QueueingStrategy,
     QueueState,
     Unchargeable,
@@ -266,7 +266,7 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
         # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
         # that is the reason to give, whatever the quota says.
         return _unplaced(group, placed, queue)
-    plan = Plan(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
+    plan = Placement(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
     try:
         with steps.step(CHARGING):
             charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
@@ -289,12 +289,12 @@ def _quota_message(reason: str, charged: ChargeResult) -> str:
     return f"{reason} (group needs {charged.total.describe() if charged.total else 'nothing'})"
 
 
-def _unplaced(group: GroupView, placed: GangPlan, queue: str) -> Wait:
+def _unplaced(group: GroupView, placed: GangPlacement, queue: str) -> Wait:
     reason = WaitReason.NODES if placed.unschedulable else WaitReason.DEVICES
     return Wait(group.key, reason, _devices_message(placed), queue)
 
 
-def _devices_message(placed: GangPlan) -> str:
+def _devices_message(placed: GangPlacement) -> str:
     message = placed.reason or "the group's pods fit on no set of nodes"
     if placed.explanation is not None:
         requests = [r for r in placed.explanation.requests if r.short_by] or list(placed.explanation.requests)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from admission.core.allocator import Snapshot, SnapshotIndex
+from admission.core.allocator import Snapshot, SnapshotInventory
 from admission.core.features import FeatureGates
 from admission.core.models import Device
 from admission.core.quota import Inventory
@@ -26,7 +26,7 @@ class _ChargingInventory:
     stale: Inventory | None = None  # the previous index's, for the nodes outside `changed`
     changed: set[str] | None = None
 
-    def carried(self, index: SnapshotIndex, changed_devices: set[str]) -> _ChargingInventory:
+    def carried(self, index: SnapshotInventory, changed_devices: set[str]) -> _ChargingInventory:
         base = self.inventory or self.stale
         nodes = index.changed_nodes
         if base is None or nodes is None or (self.inventory is None and self.changed is None):

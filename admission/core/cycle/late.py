@@ -18,9 +18,9 @@ from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     GroupObjects,
     Inventory,
+    Placement,
     Plan,
     QueueState,
-    RecordedPlan,
     Unchargeable,
     charge_group,
 )
@@ -51,7 +51,7 @@ def extend(group: GroupView, late: tuple[Pod, ...], state: QueueState, allocator
     placed = place_gang(allocator, members, usage=usage, nodes=nodes)
     if not placed.feasible:
         return LateWait(group.key, f"late member(s) {names} fit on no node now: {placed.reason}")
-    plan = Plan(dict(placed.placements), dict(placed.allocations))
+    plan = Placement(dict(placed.placements), dict(placed.allocations))
     try:
         added = charge_group(GroupObjects(late, snapshot.claims, snapshot.templates), cycle.units, inventory,
                              cycle.matches, plan).total
@@ -61,6 +61,6 @@ def extend(group: GroupView, late: tuple[Pod, ...], state: QueueState, allocator
     if not fits.ok:
         return LateWait(group.key, f"late member(s) {names} do not fit the quota: {fits.reason}")
     more = recorded_plan(late, placed.placements, placed.allocations)
-    combined = RecordedPlan(pod_group.plan.nodes + more.nodes, pod_group.plan.claims + more.claims)
+    combined = Plan(pod_group.plan.nodes + more.nodes, pod_group.plan.claims + more.claims)
     return Extend(group.key, pod_group.cluster_queue, pod_group.charge + added, added, combined,
                   dict(placed.placements), dict(placed.allocations))

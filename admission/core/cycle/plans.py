@@ -1,12 +1,12 @@
 """A gang placement as the PodGroup records it, and back from a recorded plan to the devices it promises.
-(Charging reads the placement as it is: `quota.Plan(placements, allocations)`.)"""
+(Charging reads the placement as it is: `quota.Placement(placements, allocations)`.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
 from admission.core.models import AllocationResult, DeviceAllocation, Pod, ResourceClaim
-from admission.core.quota import PlannedClaim, RecordedPlan
+from admission.core.quota import Plan, PlannedClaim
 
 
 def claim_name(pod: Pod, entry_name: str, real_name: str | None) -> str:
@@ -15,7 +15,7 @@ def claim_name(pod: Pod, entry_name: str, real_name: str | None) -> str:
 
 
 def recorded_plan(pods: Sequence[Pod], placements: Mapping[str, str],
-                  allocations: Mapping[str, AllocationResult]) -> RecordedPlan:
+                  allocations: Mapping[str, AllocationResult]) -> Plan:
     nodes = tuple((pod.name, placements[pod.key]) for pod in pods if pod.key in placements)
     claims: dict[str, PlannedClaim] = {}
     for pod in pods:
@@ -25,7 +25,7 @@ def recorded_plan(pods: Sequence[Pod], placements: Mapping[str, str],
             if name in claims or allocation is None:
                 continue
             claims[name] = PlannedClaim(name, tuple((r.request, r.device_id) for r in allocation.results))
-    return RecordedPlan(nodes, tuple(claims.values()))
+    return Plan(nodes, tuple(claims.values()))
 
 
 def planned_allocation(claim: PlannedClaim) -> AllocationResult:
@@ -38,7 +38,7 @@ def planned_allocation(claim: PlannedClaim) -> AllocationResult:
     return AllocationResult(results=tuple(results))
 
 
-def promised_allocations(plan: RecordedPlan, pods: Iterable[Pod],
+def promised_allocations(plan: Plan, pods: Iterable[Pod],
                          claims: Mapping[str, ResourceClaim], namespace: str) -> tuple[AllocationResult, ...]:
     """Devices a recorded plan still holds back: its claims that the scheduler has not allocated yet."""
     by_name = {p.name: p for p in pods}

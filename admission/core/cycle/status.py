@@ -11,7 +11,7 @@ from typing import Any
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.progress import ChargeCorrection
 from admission.core.cycle.types import Admit, Extend, LateWait, Wait, WaitReason
-from admission.core.quota import Amounts, Phase, RecordedPlan, charge_status
+from admission.core.quota import Amounts, Phase, Plan, charge_status
 
 ADMITTED_CONDITION = "Admitted"
 
@@ -21,7 +21,7 @@ def condition(kind: str, status: bool, reason: str, message: str, now: str) -> d
             "lastTransitionTime": now}
 
 
-def plan_status(plan: RecordedPlan) -> dict[str, Any]:
+def plan_status(plan: Plan) -> dict[str, Any]:
     return {"pods": [{"name": name, "node": node} for name, node in plan.nodes],
             "claims": [{"name": c.name, "devices": [{"request": r, "device": d} for r, d in c.devices]}
                        for c in plan.claims]}

@@ -15,7 +15,7 @@ from admission.core.allocator import Snapshot, Usage
 from admission.core.cycle.groups import GroupView
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, ObjectRef
-from admission.core.quota import Amounts, CompiledUnit, LocalQueue, QueueState, RecordedPlan, SelectionFilter
+from admission.core.quota import Amounts, CompiledUnit, LocalQueue, Plan, QueueState, SelectionFilter
 
 
 class WaitReason(StrEnum):
@@ -45,7 +45,7 @@ class Admit:
     local_queue: str
     charge: Amounts
     borrowed: Amounts
-    plan: RecordedPlan
+    plan: Plan
     placements: Mapping[str, str]  # pod key -> node
     allocations: Mapping[str, AllocationResult]  # allocator claim key -> devices
     charge_lines: tuple[str, ...] = ()
@@ -67,7 +67,7 @@ class Extend:
     cluster_queue: str
     charge: Amounts  # the group's whole charge, late members included
     added: Amounts
-    plan: RecordedPlan  # the recorded plan with the late members added
+    plan: Plan  # the recorded plan with the late members added
     placements: Mapping[str, str]  # pod key -> node, for the late members
     allocations: Mapping[str, AllocationResult]
 
@@ -98,7 +98,7 @@ class Preempt:
 
 
 @dataclass(frozen=True, slots=True)
-class PreemptionPlan:
+class Preemptions:
     preempts: tuple[Preempt, ...] = ()
     waits: Mapping[str, Wait] = field(default_factory=dict)  # the preemptors' Wait, saying what happens
     placed_tries: int = 0
@@ -129,7 +129,7 @@ class CycleResult:
     usage: Usage = field(repr=False, default_factory=Usage)
     step_seconds: Mapping[str, float] = field(default_factory=dict)  # allocator, charging (with a timer)
     # Whom to evict for the groups that wait (`decide`); their Waits in `decisions` say so already.
-    preemptions: PreemptionPlan = field(default_factory=PreemptionPlan)
+    preemptions: Preemptions = field(default_factory=Preemptions)
 
     @property
     def admitted(self) -> tuple[Admit, ...]:

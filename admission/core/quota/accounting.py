@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 
 from admission.core.errors import DraqError
 from admission.core.quota.amounts import NONE, Amounts, format_amount
-from admission.core.quota.queues import ClusterQueue, UnitQuota
+from admission.core.quota.queues import ClusterQueue, QueueQuota
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -291,7 +291,7 @@ class QueueState:
         return Amounts.of(borrowed)
 
 
-def _lendable(quota: UnitQuota) -> Fraction:
+def _lendable(quota: QueueQuota) -> Fraction:
     return quota.lending_limit.value if quota.lending_limit is not None else quota.nominal.value
 
 

@@ -1,7 +1,7 @@
 """Charging: what a pod group costs in quota units, for every shape of claim.
 
 Pure: pods, their claims and templates, DeviceClasses, the devices of the inventory, the quota
-units and, if known, the allocator's plan go in; a charge per unit comes out. Without a plan the
+units and, if known, the allocator's placement go in; a charge per unit comes out. Without a placement the
 charge is the worst case the group could be given; with one (or with claims already allocated) it
 is exact. A shape that cannot be charged raises `Unchargeable` — it is never charged zero.
 """
@@ -48,7 +48,7 @@ SelectionFilter = Callable[[Device, DeviceClass, DeviceSelection], bool]
 
 
 def extended_claim_id(pod: Pod) -> str:
-    """Plan key of the claim the scheduler makes for a pod's DRA-backed extended resources (KEP 5004)."""
+    """Placement key of the claim the scheduler makes for a pod's DRA-backed extended resources (KEP 5004)."""
     return f"{pod.namespace}/{extended_claim_name(pod.name)}"
 
 
@@ -82,7 +82,7 @@ class Inventory:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class Placement:
     """What the allocator decided: pod key -> node, claim id -> devices (see the *_claim_id functions)."""
 
     nodes: Mapping[str, str] = field(default_factory=dict)
@@ -129,14 +129,14 @@ class ChargeResult:
 
 
 def charge_group(group: GroupObjects, units: Sequence[CompiledUnit], inventory: Inventory,
-                 matches: SelectionFilter, plan: Plan | None = None, *,
+                 matches: SelectionFilter, placement: Placement | None = None, *,
                  allocated_only: bool = False) -> ChargeResult:
     """The group's charge per unit: exact where devices are known, else the worst case.
 
     `allocated_only` charges only what claims really hold (for reconciliation); claims without an
     allocation are listed in `unallocated` instead of being estimated.
     """
-    return _Charger(group, tuple(units), inventory, matches, plan or Plan(), allocated_only).run()
+    return _Charger(group, tuple(units), inventory, matches, placement or Placement(), allocated_only).run()
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +154,7 @@ class _Charger:
     units: tuple[CompiledUnit, ...]
     inventory: Inventory
     matches: SelectionFilter
-    plan: Plan
+    placement: Placement
     allocated_only: bool
     lines: list[ChargeLine] = field(default_factory=list)
     unallocated: list[str] = field(default_factory=list)
@@ -195,8 +195,8 @@ class _Charger:
             name = pod.claim_name_for(entry)
             claim = self.group.claims.get(f"{pod.namespace}/{name}") if name else None
             if claim is not None:
-                planned = self.plan.allocations.get(f"{claim.namespace}/{claim.name}") or \
-                    self.plan.allocations.get(pod.pending_claim_key(entry.name))
+                planned = self.placement.allocations.get(f"{claim.namespace}/{claim.name}") or \
+                    self.placement.allocations.get(pod.pending_claim_key(entry.name))
                 yield _ClaimUse(claim.key, f"ResourceClaim {claim.key}", claim.spec,
                                 claim.allocation or planned, node)
             elif entry.resource_claim_name is not None:
@@ -216,10 +216,10 @@ class _Charger:
                                f"{template_name}, which does not exist", permanent=False)
         claim_id = pod.pending_claim_key(entry)
         return _ClaimUse(claim_id, f"pod {pod.key} claim {entry} (template {template_name})", template.spec,
-                         self.plan.allocations.get(claim_id), node)
+                         self.placement.allocations.get(claim_id), node)
 
     def _node(self, pod: Pod) -> str | None:
-        return self.plan.nodes.get(pod.key) or pod.node_name or None
+        return self.placement.nodes.get(pod.key) or pod.node_name or None
 
     def _extended_claim(self, pod: Pod) -> ResourceClaim | None:
         if self.extended_claims is None:
@@ -353,7 +353,7 @@ class _Charger:
         if self._extended_claim(pod) is not None:
             return  # the scheduler made its claim already; it was charged with the others
         classes = tuple(self.inventory.device_classes.values())
-        allocation = self.plan.allocations.get(extended_claim_id(pod))
+        allocation = self.placement.allocations.get(extended_claim_id(pod))
         if allocation is not None:
             spec = extended_resource_claim_spec(pod, classes)
             self._charge_allocation(_ClaimUse(extended_claim_id(pod), f"pod {pod.key} extended resources",

@@ -29,7 +29,7 @@ class PlannedClaim:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordedPlan:
+class Plan:
     nodes: tuple[tuple[str, str], ...] = ()  # pod name -> node
     claims: tuple[PlannedClaim, ...] = ()
 
@@ -46,7 +46,7 @@ class PodGroup:
     borrowed: Amounts = NONE
     cluster_queue: str = ""
     admitted_at: str = ""
-    plan: RecordedPlan = field(default_factory=RecordedPlan)
+    plan: Plan = field(default_factory=Plan)
     evictions: int = 0  # times the group was evicted for not being bound in time
     requeue_at: str = ""  # RFC 3339: an evicted group is not admitted again before this
     suspended_jobs: tuple[str, ...] = ()  # Jobs draq suspended at eviction, resumed at requeue_at
@@ -87,7 +87,7 @@ def parse_pod_group(manifest: Mapping[str, Any], default_namespace: str = "defau
         min_member=min_member, queue=spec.str("queue", required=True), priority=spec.int("priority"),
         phase=Phase(phase), charge=Amounts.of(charge), borrowed=Amounts.of(borrowed),
         cluster_queue=status.str("clusterQueue"), admitted_at=status.str("admittedAt"),
-        plan=RecordedPlan(nodes, claims), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),
+        plan=Plan(nodes, claims), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),
         suspended_jobs=status.str_list("suspendedJobs"))
 
 

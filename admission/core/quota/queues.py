@@ -21,7 +21,7 @@ class QueueingStrategy(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class UnitQuota:
+class QueueQuota:
     """Quota of one unit in one ClusterQueue (Kueue semantics).
 
     `borrowing_limit` None: may borrow without limit from the cohort. `lending_limit` None: all of
@@ -37,7 +37,7 @@ class UnitQuota:
 @dataclass(frozen=True, slots=True)
 class ClusterQueue:
     name: str
-    quotas: tuple[UnitQuota, ...] = ()
+    quotas: tuple[QueueQuota, ...] = ()
     cohort: str | None = None
     namespace_selector: LabelSelector = field(default_factory=LabelSelector)
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
@@ -46,7 +46,7 @@ class ClusterQueue:
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     fair_sharing_weight: Fraction = Fraction(1)
 
-    def quota(self, unit: str) -> UnitQuota | None:
+    def quota(self, unit: str) -> QueueQuota | None:
         return next((q for q in self.quotas if q.unit == unit), None)
 
 
@@ -65,7 +65,7 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
     fields = check_kind(manifest, "ClusterQueue")
     spec = fields.map("spec")
     cohort = spec.opt_str("cohort") or None
-    quotas: list[UnitQuota] = []
+    quotas: list[QueueQuota] = []
     for entry in spec.maps("quotas"):
         quota = _unit_quota(entry, cohort)
         if any(q.unit == quota.unit for q in quotas):
@@ -85,7 +85,7 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
         preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec))
 
 
-def _unit_quota(entry: Fields, cohort: str | None) -> UnitQuota:
+def _unit_quota(entry: Fields, cohort: str | None) -> QueueQuota:
     unit = entry.str("unit", required=True)
     nominal = _non_negative(entry, "nominal")
     borrowing = _non_negative(entry, "borrowingLimit") if entry.has("borrowingLimit") else None
@@ -96,7 +96,7 @@ def _unit_quota(entry: Fields, cohort: str | None) -> UnitQuota:
                              "or lend to")
     if lending is not None and lending > nominal:
         raise entry.fail("lendingLimit", f"{lending} exceeds nominal {nominal}")
-    return UnitQuota(unit, nominal, borrowing, lending)
+    return QueueQuota(unit, nominal, borrowing, lending)
 
 
 def _non_negative(entry: Fields, key: str) -> Quantity:

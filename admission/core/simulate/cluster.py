@@ -38,9 +38,9 @@ from admission.core.quota import (
     CompiledUnit,
     LocalQueue,
     Phase,
+    Plan,
     PodGroup,
-    RecordedPlan,
-    UnitQuota,
+    QueueQuota,
 )
 from admission.core.quota.amounts import NONE
 
@@ -97,7 +97,7 @@ class SimulatedCluster:
                               phase="Pending") for p in recreated)
         base = group.pod_group or PodGroup(group.namespace, group.name, group.min_member, group.queue, group.priority)
         record = replace(base, phase=Phase.PENDING, charge=NONE, borrowed=NONE, cluster_queue="", admitted_at="",
-                         plan=RecordedPlan())
+                         plan=Plan())
         created = {**cluster.created, group.key: group.created}
         return replace(cluster, models=(*cluster.models, *fresh), pod_groups=(*cluster.pod_groups, record),
                        created=created), False
@@ -169,7 +169,7 @@ class SimulatedCluster:
             raise InvalidInput(f"ClusterQueue {cluster_queue}", "--set-quota", "no such ClusterQueue in the snapshot "
                                f"(queues: {', '.join(q.name for q in self.cluster_queues) or 'none'})")
         old = queue.quota(unit)
-        entry = replace(old, nominal=nominal) if old is not None else UnitQuota(unit, nominal)
+        entry = replace(old, nominal=nominal) if old is not None else QueueQuota(unit, nominal)
         quotas = tuple(entry if q.unit == unit else q for q in queue.quotas) if old else (*queue.quotas, entry)
         changed = replace(queue, quotas=quotas)
         queues = tuple(changed if q.name == cluster_queue else q for q in self.cluster_queues)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from admission.core.quota import Amounts, RecordedPlan
+from admission.core.quota import Amounts, Plan
 from admission.core.quota.amounts import NONE, format_amount
 from admission.core.simulate.workloads import format_duration
 
@@ -67,7 +67,7 @@ class GroupOutcome:
         return out
 
 
-def claims_of(plan: RecordedPlan) -> tuple[ClaimDevices, ...]:
+def claims_of(plan: Plan) -> tuple[ClaimDevices, ...]:
     return tuple(ClaimDevices(c.name, c.devices) for c in plan.claims)
 
 

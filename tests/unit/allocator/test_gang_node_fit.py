@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.core.allocator import Allocator, GangPlan, Snapshot, members_for, place_gang
+from admission.core.allocator import Allocator, GangPlacement, Snapshot, members_for, place_gang
 from admission.core.features import FeatureGates, exactly
 from admission.core.models import Pod
 from admission.core.nodefit import NodeUsage
@@ -47,7 +47,7 @@ def member(name: str, cpu: str = "1", *, gpus: int = 1, node_name: str = "", pha
 
 
 def place(*manifests: Manifest | list[Manifest], group: tuple[str, ...] = (), gates: FeatureGates = GATES,
-          nodes: NodeUsage | None = None) -> GangPlan:
+          nodes: NodeUsage | None = None) -> GangPlacement:
     """Place the pods named in `group` (default: every pod without spec.nodeName), in that order."""
     flat: list[Manifest] = []
     for item in manifests:

@@ -4,7 +4,7 @@ admitted only if every order they can come in fits there."""
 
 from __future__ import annotations
 
-from admission.core.allocator import Allocator, GangPlan, Snapshot, members_for, place_gang
+from admission.core.allocator import Allocator, GangPlacement, Snapshot, members_for, place_gang
 from admission.core.allocator.gang import MAX_ORDERS_CHECKED, _distinct_orders
 from admission.core.features import exactly
 from admission.core.models import Pod
@@ -27,7 +27,7 @@ def member(name: str, template_name: str | None) -> Manifest:
     return pod(name, templates={"gpu": template_name} if template_name else None)
 
 
-def place(*manifests: Manifest | list[Manifest]) -> GangPlan:
+def place(*manifests: Manifest | list[Manifest]) -> GangPlacement:
     flat: list[Manifest] = [device_class(), ANY, MODEL_A, TWO_ANY]
     for item in manifests:
         flat.extend(item if isinstance(item, list) else [item])

@@ -12,7 +12,7 @@ from admission.core.allocator import Allocator, Snapshot, members_for
 from admission.core.cycle import (
     CycleInput,
     CycleResult,
-    PreemptionPlan,
+    Preemptions,
     charging_inventory,
     rebuild_state,
     run_cycle,
@@ -32,7 +32,7 @@ from admission.core.quota import (
     ClusterQueue,
     GroupObjects,
     LocalQueue,
-    Plan,
+    Placement,
     charge_group,
     device_selected,
 )
@@ -126,7 +126,7 @@ class Scene:
         return CycleInput(snapshot, GATES, groups, dict(self.local), gpu_units(),
                           rebuild_state(self.queues, groups), device_selected, now=now)
 
-    def run(self, now: dt.datetime = NOW) -> tuple[CycleInput, CycleResult, PreemptionPlan]:
+    def run(self, now: dt.datetime = NOW) -> tuple[CycleInput, CycleResult, Preemptions]:
         cycle = self.cycle_input(now)
         result = run_cycle(cycle)
         return cycle, result, plan_preemptions(cycle, result)
@@ -140,7 +140,7 @@ def search(cycle: CycleInput, result: CycleResult, preemptor: Preemptor,
     inventory = charging_inventory(snapshot, cycle.gates)
     objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
 
-    def charge(plan: Plan) -> ChargeResult:
+    def charge(plan: Placement) -> ChargeResult:
         return charge_group(objects, cycle.units, inventory, cycle.matches, plan)
 
     data = SearchInput(Allocator(snapshot, cycle.gates), members_for(group.pods, snapshot.claims, snapshot.templates),

@@ -19,7 +19,7 @@ from admission.core.models import (
     ResourceSlice,
     parse_objects,
 )
-from admission.core.quota.charging import ChargeResult, GroupObjects, Inventory, Plan, charge_group
+from admission.core.quota.charging import ChargeResult, GroupObjects, Inventory, Placement, charge_group
 from admission.core.quota.device_values import CompiledUnit, compile_unit
 from tests.support.builders import model, quota_unit
 
@@ -70,7 +70,7 @@ STANDARD_UNITS = (
 
 
 def charge(objects: list[dict[str, Any]], units: tuple[CompiledUnit, ...] = STANDARD_UNITS,
-           plan: Plan | None = None, allocated_only: bool = False) -> ChargeResult:
+           placement: Placement | None = None, allocated_only: bool = False) -> ChargeResult:
     models = parse_objects(objects)
     devices: dict[str, list[Device]] = {}
     for item in models:
@@ -83,4 +83,4 @@ def charge(objects: list[dict[str, Any]], units: tuple[CompiledUnit, ...] = STAN
         claims={m.key: m for m in models if isinstance(m, ResourceClaim)},
         templates={f"{m.namespace}/{m.name}": m for m in models if isinstance(m, ResourceClaimTemplate)},
     )
-    return charge_group(group, units, inventory, matches, plan, allocated_only=allocated_only)
+    return charge_group(group, units, inventory, matches, placement, allocated_only=allocated_only)

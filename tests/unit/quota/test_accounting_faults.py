@@ -33,10 +33,10 @@ from admission.core.quota import (
     Amounts,
     ClusterQueue,
     Phase,
+    Plan,
     PodGroup,
+    QueueQuota,
     QueueState,
-    RecordedPlan,
-    UnitQuota,
     parse_pod_group,
 )
 from admission.core.quota.unreadable import Unreadable, unreadable
@@ -110,7 +110,7 @@ class Cluster:
         if group in self.holding or not fit.ok:
             return None
         self.state = self.state.admit(group, queue, charge, f"{NS}/lq-{queue}")
-        return Admit(group, queue, f"{NS}/lq-{queue}", charge, fit.borrowed, RecordedPlan(), {}, {})
+        return Admit(group, queue, f"{NS}/lq-{queue}", charge, fit.borrowed, Plan(), {}, {})
 
 
 def step(cluster: Cluster, op: str, queue: str, group: str, charge: Amounts) -> None:
@@ -197,7 +197,7 @@ def test_no_queue_is_ever_over_quota_even_with_records_that_cannot_be_read(queue
                 assert above <= lendable
 
 
-def queue_limit(queue: ClusterQueue, quota: UnitQuota) -> Fraction | None:
+def queue_limit(queue: ClusterQueue, quota: QueueQuota) -> Fraction | None:
     """The most a queue may hold of a unit: nominal alone, plus borrowingLimit in a cohort (None: no limit)."""
     if queue.cohort is None:
         return quota.nominal.value

@@ -11,7 +11,7 @@ import pytest
 
 from admission.core.models import parse_object
 from admission.core.quota.amounts import Amounts
-from admission.core.quota.charging import Plan
+from admission.core.quota.charging import Placement
 from admission.core.quota.problems import Unchargeable
 from tests.support.builders import (
     CREATED,
@@ -75,16 +75,16 @@ def test_first_available_is_charged_by_the_chosen_subrequest() -> None:
     request = first_available("gpu", exactly("big", count=1, selector='model == "H100"'),
                               exactly("small", count=2, selector='model == "A100"'))
     objects = [*CLUSTER, claim("c", request, namespace=NS), pod("p0", NS, claims={"g": "c"})]
-    plan = Plan({"ns/p0": "node-b"}, {"ns/c": parse_object(claim("x", namespace=NS, allocation=[
+    plan = Placement({"ns/p0": "node-b"}, {"ns/c": parse_object(claim("x", namespace=NS, allocation=[
         result("gpu/small", "gpu-0", "node-b"), result("gpu/small", "gpu-1", "node-b")])).allocation})
-    assert charge(objects, plan=plan).total == amounts(gpus=2, gpu_memory=80 * GI, gpu_weight=1)
+    assert charge(objects, placement=plan).total == amounts(gpus=2, gpu_memory=80 * GI, gpu_weight=1)
 
 
 def test_all_mode_is_charged_by_the_biggest_node_while_unknown_and_by_the_planned_node() -> None:
     objects = [*CLUSTER, claim("c", exactly("gpu", allocationMode="All"), namespace=NS),
                pod("p0", NS, claims={"g": "c"})]
     assert charge(objects).total == amounts(gpus=4, gpu_memory=320 * GI, gpu_weight=4, h100s=4)
-    planned = charge(objects, plan=Plan({"ns/p0": "node-b"}))
+    planned = charge(objects, placement=Placement({"ns/p0": "node-b"}))
     assert planned.total == amounts(gpus=2, gpu_memory=80 * GI, gpu_weight=1)
 
 
@@ -92,7 +92,7 @@ def test_all_mode_with_no_matching_device_anywhere_is_refused() -> None:
     objects = [*CLUSTER, claim("c", exactly("gpu", allocationMode="All", selector='model == "A100"'), namespace=NS),
                pod("p0", NS, claims={"g": "c"})]
     with pytest.raises(Unchargeable, match="allocationMode All matches no device of class gpu on node node-a"):
-        charge(objects, plan=Plan({"ns/p0": "node-a"}))
+        charge(objects, placement=Placement({"ns/p0": "node-a"}))
 
 
 def test_admin_access_is_not_charged() -> None:
@@ -160,7 +160,7 @@ def test_dra_extended_resource_charges_like_devices_of_its_class() -> None:
     # Node unknown: DRA (2 H100: 160Gi) or device plugin (2 x 24Gi): the worse counts.
     assert charge(objects).total == amounts(gpus=2, gpu_memory=160 * GI, gpu_weight=2, h100s=2)
     # Placed on node-b, where no device plugin serves it: two A100.
-    on_b = charge(objects, plan=Plan({"ns/p0": "node-b"}))
+    on_b = charge(objects, placement=Placement({"ns/p0": "node-b"}))
     assert on_b.total == amounts(gpus=2, gpu_memory=80 * GI, gpu_weight=1)
 
 
@@ -221,8 +221,8 @@ def test_template_claim_planned_before_it_exists() -> None:
     pod_model = parse_object(objects[-1])
     allocation = parse_object(claim("x", namespace=NS, allocation=[result("gpu", "gpu-0", "node-b"),
                                                                    result("gpu", "gpu-1", "node-b")])).allocation
-    plan = Plan({"ns/p0": "node-b"}, {pod_model.pending_claim_key("g"): allocation})  # type: ignore[arg-type]
-    assert charge(objects, plan=plan).total == amounts(gpus=2, gpu_memory=80 * GI, gpu_weight=1)
+    plan = Placement({"ns/p0": "node-b"}, {pod_model.pending_claim_key("g"): allocation})  # type: ignore[arg-type]
+    assert charge(objects, placement=plan).total == amounts(gpus=2, gpu_memory=80 * GI, gpu_weight=1)
 
 
 def test_weight_expression_must_not_be_negative() -> None:

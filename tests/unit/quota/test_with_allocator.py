@@ -5,7 +5,7 @@ from admission.core.allocator import Allocator, Snapshot, members_for, place_gan
 from admission.core.cycle import charging_inventory
 from admission.core.features import gates_for
 from admission.core.models import parse_objects
-from admission.core.quota import GroupObjects, Plan, charge_group, device_selected
+from admission.core.quota import GroupObjects, Placement, charge_group, device_selected
 from tests.support.builders import (
     CREATED,
     HOSTNAME_LABEL,
@@ -43,7 +43,7 @@ def test_plan_from_the_allocator_makes_first_available_exact() -> None:
     group = GroupObjects(tuple(pods), snapshot.claims, snapshot.templates)
     inventory = charging_inventory(snapshot, gates)
     worst = charge_group(group, STANDARD_UNITS, inventory, device_selected)
-    plan = Plan(dict(gang.placements), dict(gang.allocations))
+    plan = Placement(dict(gang.placements), dict(gang.allocations))
     exact = charge_group(group, STANDARD_UNITS, inventory, device_selected, plan)
     # Worst case per pod: two H100 (2 devices, 160Gi, weight 2, 2 H100s) for each of two pods.
     assert worst.total.as_dict() == {"gpus": 4, "gpu-memory": 320 * GI, "gpu-weight": 4, "h100s": 4}

@@ -24,26 +24,26 @@ from admission.core.cycle.preemption.holdings import holdings
 from admission.core.cycle.preemption.search import NoVictims, Preemptor, SearchInput, Victims, candidates, find_victims
 from admission.core.cycle.status import ADMITTED_CONDITION, condition
 from admission.core.cycle.timing import format_time
-from admission.core.cycle.types import CycleInput, CycleResult, Preempt, PreemptionPlan, Wait, WaitReason
+from admission.core.cycle.types import CycleInput, CycleResult, Preempt, Preemptions, Wait, WaitReason
 from admission.core.errors import DraqError
 from admission.core.nodefit import NodeUsage
-from admission.core.quota import GroupObjects, Phase, Plan, charge_group
+from admission.core.quota import GroupObjects, Phase, Placement, charge_group
 
 PREEMPTED = "Preempted"
 PREEMPTABLE = frozenset({WaitReason.QUOTA, WaitReason.DEVICES, WaitReason.NODES})
 
 
-def plan_preemptions(cycle: CycleInput, result: CycleResult) -> PreemptionPlan:
+def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
     state = result.state
     waiting = [w for w in result.waiting if w.reason in PREEMPTABLE and w.cluster_queue in state.queues
                and state.queue(w.cluster_queue).preemption.enabled]
     if not waiting:
-        return PreemptionPlan()
+        return Preemptions()
     groups = {g.key: g for g in cycle.groups}
     draining = sorted(g.key for g in cycle.groups if _draining(g))
     if draining:
         note = f"; preemption waits until evicted group(s) {', '.join(draining)} have left their nodes"
-        return PreemptionPlan(waits={w.group: _with_note(w, note) for w in waiting})
+        return Preemptions(waits={w.group: _with_note(w, note) for w in waiting})
     snapshot = cycle.snapshot
     allocator = Allocator(snapshot, cycle.gates)
     inventory = charging_inventory(snapshot, cycle.gates)
@@ -63,7 +63,7 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> PreemptionPlan:
             continue
         objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
 
-        def charge(plan: Plan, objects: GroupObjects = objects) -> Any:
+        def charge(plan: Placement, objects: GroupObjects = objects) -> Any:
             return charge_group(objects, cycle.units, inventory, cycle.matches, plan)
 
         found = find_victims(preemptor, allowed, SearchInput(allocator, members, charge, result.usage, nodes, state,
@@ -77,7 +77,7 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> PreemptionPlan:
                           tuple(sorted(set(found.placements.values()))))
         preempts.append(preempt)
         waits[wait.group] = _with_note(wait, f"; preempting {_names(found)} to make room")
-    return PreemptionPlan(tuple(preempts), waits, tries)
+    return Preemptions(tuple(preempts), waits, tries)
 
 
 def _names(found: Victims) -> str:
@@ -117,6 +117,6 @@ def preempted_status(preempt: Preempt, victim: GroupView, now: dt.datetime,
             "conditions": [condition(ADMITTED_CONDITION, False, PREEMPTED, preempt.message, stamp)]}
 
 
-def victims_of(plan: PreemptionPlan, groups: Sequence[GroupView]) -> list[tuple[Preempt, GroupView]]:
+def victims_of(plan: Preemptions, groups: Sequence[GroupView]) -> list[tuple[Preempt, GroupView]]:
     by_key = {g.key: g for g in groups}
     return [(p, by_key[v]) for p in plan.preempts for v in p.victims if v in by_key]

@@ -23,11 +23,11 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from admission.core.allocator import Allocator, GangMember, GangPlan, Usage, place_gang
+from admission.core.allocator import Allocator, GangMember, GangPlacement, Usage, place_gang
 from admission.core.cycle.preemption.holdings import Holding, without_devices, without_pods
 from admission.core.models import EXACT_COUNT
 from admission.core.nodefit import NodeUsage
-from admission.core.quota import ChargeResult, Plan, QueueState, Unchargeable
+from admission.core.quota import ChargeResult, Placement, QueueState, Unchargeable
 from admission.core.quota.fairshare import dominant_share
 from admission.core.quota.policies import BorrowWithinCohort, Reclaim, WithinQueue
 
@@ -58,7 +58,7 @@ class NoVictims:
     placed_tries: int = 0
 
 
-Charger = Callable[[Plan], ChargeResult]  # the group's charge for a placement (raises Unchargeable)
+Charger = Callable[[Placement], ChargeResult]  # the group's charge for a placement (raises Unchargeable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,7 @@ class _Trials:
         self.preemptor = preemptor
         self.data = data
         self.placed = 0
-        self._charges: dict[int, tuple[GangPlan, ChargeResult | None]] = {}
+        self._charges: dict[int, tuple[GangPlacement, ChargeResult | None]] = {}
         self._device_node: dict[str, str] | None = None
         self._free: dict[str, int] | None = None
         self._by_node: dict[str, dict[str, int]] = {}
@@ -147,7 +147,7 @@ class _Trials:
                                  for d in allocator.view(node).devices}
         return self._device_node
 
-    def place(self, victims: Sequence[Holding], roomy: bool = False) -> GangPlan:
+    def place(self, victims: Sequence[Holding], roomy: bool = False) -> GangPlacement:
         """The group placed with `victims` evicted. `roomy`: first try only the nodes that would have
         room for a member's devices (members without devices go anywhere); then all nodes."""
         data = self.data
@@ -194,12 +194,13 @@ class _Trials:
             self._by_node[victim.group] = found
         return found
 
-    def charge(self, placed: GangPlan) -> ChargeResult | None:
+    def charge(self, placed: GangPlacement) -> ChargeResult | None:
         known = self._charges.get(id(placed))
         if known is not None and known[0] is placed:
             return known[1]
         try:
-            charged: ChargeResult | None = self.data.charge(Plan(dict(placed.placements), dict(placed.allocations)))
+            placement = Placement(dict(placed.placements), dict(placed.allocations))
+            charged: ChargeResult | None = self.data.charge(placement)
         except Unchargeable:
             charged = None
         self._charges[id(placed)] = (placed, charged)
@@ -220,7 +221,7 @@ class _Trials:
                 return "it would borrow from the cohort: then only lower-priority groups of its own queue are evicted"
         return ""
 
-    def fits(self, victims: Sequence[Holding]) -> tuple[str, GangPlan | None]:
+    def fits(self, victims: Sequence[Holding]) -> tuple[str, GangPlacement | None]:
         placed = self.place(victims)
         if not placed.feasible:
             return placed.reason or "it cannot be placed", None
@@ -263,7 +264,7 @@ def _borrowing_allows_own_lower(preemptor: Preemptor, state: QueueState) -> bool
     return queue is not None and queue.preemption.borrow_within_cohort is BorrowWithinCohort.LOWER_PRIORITY
 
 
-def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> tuple[list[Holding], GangPlan] | None:
+def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> tuple[list[Holding], GangPlacement] | None:
     """Victims on the fewest, cheapest nodes that make the group placeable, plus victims elsewhere in
     preference order until its quota fits, and the group's placement then; None when no prefix does."""
     rank = {h.group: i for i, h in enumerate(allowed)}
@@ -364,7 +365,7 @@ def _least_devices(member: GangMember) -> int:
     return least
 
 
-def _shrink(chosen: list[Holding], placed: GangPlan, trials: _Trials) -> tuple[list[Holding], GangPlan]:
+def _shrink(chosen: list[Holding], placed: GangPlacement, trials: _Trials) -> tuple[list[Holding], GangPlacement]:
     """Drop victims the group does not need, least preferred first; the result is checked in full."""
     charged = trials.charge(placed)
     assert charged is not None
@@ -394,7 +395,7 @@ def _shrink(chosen: list[Holding], placed: GangPlan, trials: _Trials) -> tuple[l
     return kept, placed
 
 
-def _room(victims: Sequence[Holding], placed: GangPlan, trials: _Trials) -> dict[str, int]:
+def _room(victims: Sequence[Holding], placed: GangPlacement, trials: _Trials) -> dict[str, int]:
     """On each node the placement uses: devices free with `victims` evicted, less those it places there."""
     free = trials.free_devices(victims)
     room = {node: free.get(node, 0) for node in set(placed.placements.values())}
