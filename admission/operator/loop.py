@@ -296,7 +296,7 @@ class Operator:
         await self._ensure_native_gang(reading, group)
         for pod in group.gated:
             await self.writer.ungate(pod.namespace, pod.name, reading.pod_manifest(pod.namespace, pod.name),
-                                     admit.placements.get(pod.key))
+                                     admit.placement.nodes.get(pod.key))
         self.metrics.released(group, admit, self.clock.now())
         # The Event tells what the record already says: it follows the release, off its critical path.
         await self.writer.event(written, "Admitted", admitted_event(admit))
@@ -310,9 +310,9 @@ class Operator:
                                                      extended_status(grown, len(group.pods), borrowed), version)
         self._said.pop(f"late {group.key}", None)
         for pod in group.gated:
-            if pod.key in grown.placements:
+            if pod.key in grown.placement.nodes:
                 await self.writer.ungate(pod.namespace, pod.name, reading.pod_manifest(pod.namespace, pod.name),
-                                         grown.placements[pod.key])
+                                         grown.placement.nodes[pod.key])
         await self.writer.event(written, LATE_CONDITION, late_admitted_event(grown))
 
     async def _report_late_wait(self, reading: Reading, group: GroupView, wait: LateWait) -> None:

@@ -69,9 +69,9 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         decisions.append(grown)
         if isinstance(grown, Extend):
             state = state.recharge(group.key, grown.charge)
-            for allocation in grown.allocations.values():
+            for allocation in grown.placement.allocations.values():
                 usage.add(allocation, cycle.gates)
-            nodes = with_pods(nodes, late, grown.placements)
+            nodes = with_pods(nodes, late, grown.placement.nodes)
     blocked: dict[str, str] = {}
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
@@ -88,10 +88,10 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
-            for allocation in decision.allocations.values():
+            for allocation in decision.placement.allocations.values():
                 usage.add(allocation, cycle.gates)
-            nodes = with_pods(nodes, group.pods, decision.placements)
-            unfit.admitted(allocator, usage, decision.placements.values())
+            nodes = with_pods(nodes, group.pods, decision.placement.nodes)
+            unfit.admitted(allocator, usage, decision.placement.nodes.values())
         elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
             blocked[cluster_queue] = group.key
     return CycleResult(tuple(decisions), state, usage, steps.totals())
@@ -266,10 +266,10 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
         # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
         # that is the reason to give, whatever the quota says.
         return _unplaced(group, placed, queue)
-    plan = Placement(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
+    placement = Placement(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
     try:
         with steps.step(CHARGING):
-            charged = charge_group(objects, cycle.units, inventory, cycle.matches, plan)
+            charged = charge_group(objects, cycle.units, inventory, cycle.matches, placement)
     except Unchargeable as err:
         if not placed.feasible:
             return _unplaced(group, placed, queue)
@@ -277,11 +277,10 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
     fits = state.fits(queue, charged.total)
     if not fits.ok:
         return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged), queue)
-    if not placed.feasible:
+    if placement is None:
         return _unplaced(group, placed, queue)
     return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
-                 recorded_plan(group.pods, placed.placements, placed.allocations),
-                 dict(placed.placements), dict(placed.allocations),
+                 recorded_plan(group.pods, placed.placements, placed.allocations), placement,
                  tuple(f"{line.source}: {line.amounts.describe()}" for line in charged.lines if line.amounts))
 
 

@@ -51,10 +51,10 @@ def extend(group: GroupView, late: tuple[Pod, ...], state: QueueState, allocator
     placed = place_gang(allocator, members, usage=usage, nodes=nodes)
     if not placed.feasible:
         return LateWait(group.key, f"late member(s) {names} fit on no node now: {placed.reason}")
-    plan = Placement(dict(placed.placements), dict(placed.allocations))
+    placement = Placement(dict(placed.placements), dict(placed.allocations))
     try:
         added = charge_group(GroupObjects(late, snapshot.claims, snapshot.templates), cycle.units, inventory,
-                             cycle.matches, plan).total
+                             cycle.matches, placement).total
     except Unchargeable as err:
         return LateWait(group.key, f"late member(s) {names} cannot be charged: {err}")
     fits = state.fits(pod_group.cluster_queue, added)
@@ -62,5 +62,4 @@ def extend(group: GroupView, late: tuple[Pod, ...], state: QueueState, allocator
         return LateWait(group.key, f"late member(s) {names} do not fit the quota: {fits.reason}")
     more = recorded_plan(late, placed.placements, placed.allocations)
     combined = Plan(pod_group.plan.nodes + more.nodes, pod_group.plan.claims + more.claims)
-    return Extend(group.key, pod_group.cluster_queue, pod_group.charge + added, added, combined,
-                  dict(placed.placements), dict(placed.allocations))
+    return Extend(group.key, pod_group.cluster_queue, pod_group.charge + added, added, combined, placement)

@@ -58,7 +58,7 @@ class GroupEvent:
 
 def admitted_event(admit: Admit) -> str:
     """The Event text of an admission: where, what it was charged, and where each member goes."""
-    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in admit.placements.items())
+    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in admit.placement.nodes.items())
     return f"admitted to ClusterQueue {admit.cluster_queue}, charged {admit.charge.describe()}; placed {placed}"
 
 
@@ -102,7 +102,7 @@ def extended_status(grown: Extend, members: int, borrowed: Amounts) -> dict[str,
 
 
 def late_admitted_event(grown: Extend) -> str:
-    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in grown.placements.items())
+    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in grown.placement.nodes.items())
     return f"late member(s) admitted into the group, charged {grown.added.describe()} more; placed {placed}"
 
 

@@ -15,14 +15,14 @@ from admission.core.allocator import Snapshot, Usage
 from admission.core.cycle.groups import GroupView
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, ObjectRef
-from admission.core.quota import Amounts, CompiledUnit, LocalQueue, Plan, QueueState, SelectionFilter
+from admission.core.quota import Amounts, CompiledUnit, LocalQueue, Placement, Plan, QueueState, SelectionFilter
 
 
 class WaitReason(StrEnum):
     """Why a group stays pending; also the PodGroup condition's reason."""
 
     INCOMPLETE = "Incomplete"
-    INVALID = "InvalidGroup"
+    INVALID = "GroupInvalid"  # its members disagree about the group (labels); was InvalidGroup before 0.2
     NO_QUEUE = "QueueMissing"
     QUOTA = "QuotaExceeded"
     DEVICES = "DevicesUnavailable"
@@ -45,9 +45,8 @@ class Admit:
     local_queue: str
     charge: Amounts
     borrowed: Amounts
-    plan: Plan
-    placements: Mapping[str, str]  # pod key -> node
-    allocations: Mapping[str, AllocationResult]  # allocator claim key -> devices
+    plan: Plan  # what the PodGroup's status records
+    placement: Placement  # the allocator's answer: pod key -> node, allocator claim key -> devices
     charge_lines: tuple[str, ...] = ()
 
 
@@ -68,8 +67,7 @@ class Extend:
     charge: Amounts  # the group's whole charge, late members included
     added: Amounts
     plan: Plan  # the recorded plan with the late members added
-    placements: Mapping[str, str]  # pod key -> node, for the late members
-    allocations: Mapping[str, AllocationResult]
+    placement: Placement  # the late members' nodes and devices
 
 
 @dataclass(frozen=True, slots=True)

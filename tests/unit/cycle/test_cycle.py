@@ -26,7 +26,7 @@ def test_two_groups_compete_for_eight_gpus_the_first_takes_all() -> None:
     admitted = result.decision(f"{NS}/first")
     assert isinstance(admitted, Admit)
     assert admitted.charge.get("gpus") == 8
-    assert sorted(admitted.placements.values()) == ["node-a", "node-b"]
+    assert sorted(admitted.placement.nodes.values()) == ["node-a", "node-b"]
     assert len(set(devices_of(admitted))) == 8
     waiting = result.decision(f"{NS}/second")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
@@ -78,7 +78,7 @@ def test_shared_claim_is_charged_and_allocated_once() -> None:
     assert isinstance(admitted, Admit)
     assert admitted.charge.get("gpus") == 2
     assert [c.name for c in admitted.plan.claims] == ["shared"]
-    assert len(set(admitted.placements.values())) == 1  # both pods where the claim's devices are
+    assert len(set(admitted.placement.nodes.values())) == 1  # both pods where the claim's devices are
 
 
 def test_higher_priority_goes_first_even_when_created_later() -> None:

@@ -51,7 +51,7 @@ def test_the_same_group_is_spread_when_there_is_a_second_node() -> None:
     admitted = cycle(sized_node("node-a") + sized_node("node-b") + cpu_gang("g", 2, "3"),
                      [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(admitted, Admit)
-    assert sorted(admitted.placements.values()) == ["node-a", "node-b"]
+    assert sorted(admitted.placement.nodes.values()) == ["node-a", "node-b"]
 
 
 def test_node_resources_of_a_group_admitted_earlier_in_the_cycle_are_taken() -> None:
@@ -130,4 +130,4 @@ def test_dra_backed_extended_resources_are_allocated_and_charged_as_devices() ->
     admitted = run_cycle(gated).decision(f"{NS}/x")
     assert isinstance(admitted, Admit)
     assert admitted.charge.get("gpus") == 2
-    assert len(admitted.allocations[f"{NS}/x-0/#extended-resources"].results) == 2
+    assert len(admitted.placement.allocations[f"{NS}/x-0/#extended-resources"].results) == 2

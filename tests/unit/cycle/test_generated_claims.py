@@ -23,4 +23,4 @@ def test_six_members_with_generated_claims_on_one_node_are_admitted() -> None:
     objects = [*gpu_node("node-a", 8), gpu_template("one-gpu", 1), *members, *(generated(n) for n in names)]
     admitted = cycle(objects, [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(admitted, Admit), admitted
-    assert set(admitted.placements.values()) == {"node-a"} and len(admitted.placements) == 6
+    assert set(admitted.placement.nodes.values()) == {"node-a"} and len(admitted.placement.nodes) == 6

@@ -31,7 +31,7 @@ def test_a_late_member_that_fits_grows_the_group() -> None:
     [grown] = [d for d in result.decisions if isinstance(d, Extend)]
     assert grown.group == f"{NS}/t" and grown.added.describe() == "gpus 4" and grown.charge.describe() == "gpus 8"
     assert [name for name, _ in grown.plan.nodes] == ["t-0", "t-1"]
-    assert grown.placements[f"{NS}/t-1"] in ("node-a", "node-b")
+    assert grown.placement.nodes[f"{NS}/t-1"] in ("node-a", "node-b")
     assert result.state.usage("main").describe() == "gpus 8"
 
 

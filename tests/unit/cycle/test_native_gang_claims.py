@@ -43,4 +43,4 @@ def test_a_shared_claim_already_allocated_does_not_hold_the_gang_back() -> None:
         {"request": "gpus", "driver": "gpu.example.com", "pool": "node-a", "device": f"gpu-{i}"} for i in range(2)]}}}
     admitted = decided(objects)
     assert isinstance(admitted, Admit), admitted
-    assert sorted(admitted.placements.values()) == ["node-a", "node-a"]
+    assert sorted(admitted.placement.nodes.values()) == ["node-a", "node-a"]

@@ -33,6 +33,7 @@ from admission.core.quota import (
     Amounts,
     ClusterQueue,
     Phase,
+    Placement,
     Plan,
     PodGroup,
     QueueQuota,
@@ -110,7 +111,7 @@ class Cluster:
         if group in self.holding or not fit.ok:
             return None
         self.state = self.state.admit(group, queue, charge, f"{NS}/lq-{queue}")
-        return Admit(group, queue, f"{NS}/lq-{queue}", charge, fit.borrowed, Plan(), {}, {})
+        return Admit(group, queue, f"{NS}/lq-{queue}", charge, fit.borrowed, Plan(), Placement())
 
 
 def step(cluster: Cluster, op: str, queue: str, group: str, charge: Amounts) -> None:

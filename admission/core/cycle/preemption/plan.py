@@ -100,7 +100,7 @@ def nodes_after(cycle: CycleInput, result: CycleResult) -> NodeUsage:
     nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
     groups = {g.key: g for g in cycle.groups}
     for admit in result.admitted:
-        nodes = with_pods(nodes, groups[admit.group].pods, admit.placements)
+        nodes = with_pods(nodes, groups[admit.group].pods, admit.placement.nodes)
     return nodes
 
 
