@@ -9,41 +9,32 @@ from admission.core.cel.values import kind
 
 
 def conjunction_of(left: Closure, right: Closure) -> Closure:
-    def conjunction(c: Context) -> object:
-        try:
-            a = left(c)
-        except CelRuntimeError as error:
-            if right(c) is False:
-                return False
-            raise error from None
-        if a is False:
-            return False
-        b = right(c)
-        if b is False:
-            return False
-        if a is True and b is True:
-            return True
-        return _logic_error("_&&_", a, b)
-    return conjunction
+    return _short_circuit(left, right, False, "_&&_")
 
 
 def disjunction_of(left: Closure, right: Closure) -> Closure:
-    def disjunction(c: Context) -> object:
+    return _short_circuit(left, right, True, "_||_")
+
+
+def _short_circuit(left: Closure, right: Closure, absorbing: bool, name: str) -> Closure:
+    """CEL's commutative `&&` (absorbing False) and `||` (absorbing True): either side's absorbing value
+    decides, even when the other side is an error; otherwise both must be booleans."""
+    def logic(c: Context) -> object:
         try:
             a = left(c)
         except CelRuntimeError as error:
-            if right(c) is True:
-                return True
+            if right(c) is absorbing:
+                return absorbing
             raise error from None
-        if a is True:
-            return True
+        if a is absorbing:
+            return absorbing
         b = right(c)
-        if b is True:
-            return True
-        if a is False and b is False:
-            return False
-        return _logic_error("_||_", a, b)
-    return disjunction
+        if b is absorbing:
+            return absorbing
+        if a is (not absorbing) and b is (not absorbing):
+            return not absorbing
+        return _logic_error(name, a, b)
+    return logic
 
 
 def chain_of(runs: list[Closure], stop_on: bool, name: str) -> Closure:
