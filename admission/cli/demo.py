@@ -20,6 +20,7 @@ from typing import Any
 
 from admission.core.errors import DraqError
 from admission.core.labels import GROUP_LABEL
+from admission.core.simulate import profiles
 
 HELP = "start a local control plane with simulated GPU nodes, run draq on it and show workloads being admitted"
 DEFAULT_LAYOUT = "h100=2,a100=1,mi300x=1"
@@ -49,8 +50,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_layout(text: str) -> dict[str, int]:
-    from admission.localcluster import profiles
-
     layout: dict[str, int] = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
         name, _, count = item.partition("=")
