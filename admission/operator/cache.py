@@ -2,7 +2,9 @@
 and the operator's own writes assumed until the watch catches up.
 
 Every list and every watch event sets `changed`, which wakes the admission loop (except for
-`QUIET_KINDS`, which no admission decision reads).
+`QUIET_KINDS`, which no admission decision reads). Whatever else wants to see a kind's objects as they
+arrive (the Reconfigured Events of `admission.operator.runtime`) is told by the same reflectors (`observe`):
+the process holds one watch of each kind the operator reads.
 
 A write's answer can come back after the watch delivered the object's deletion (the write was applied,
 then the object deleted, before the answer arrived), and the operator's list at a new term can be older
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from admission.core.labels import QUEUE_LABEL
@@ -85,19 +87,41 @@ QUIET_KINDS = frozenset({"ResourceQuota"})
 do not wake the loop; the next pass, at most a resync later, reads them."""
 
 
+Observer = Callable[[str | None, Mapping[str, Any]], None]
+"""Told of every object a reflector lists (event type None) and of every watch event (ADDED, MODIFIED,
+DELETED), after the store has taken it."""
+
+
 class _Reflector(Reflector):
     """A reflector that tells the cache which object a delete event removed (its uid and resourceVersion),
-    before the store forgets it."""
+    before the store forgets it, and tells its observers of every object it lists or is told of."""
 
     def __init__(self, api: Client, resource: Resource, project: Projection, on_change: Callable[[], None],
-                 on_deleted: Callable[[Key, Mapping[str, Any]], None]) -> None:
+                 on_deleted: Callable[[Key, Mapping[str, Any]], None], observers: list[Observer]) -> None:
         super().__init__(api, resource, project, on_change)
         self._on_deleted = on_deleted
+        self._observers = observers
+
+    async def _list(self) -> str | None:
+        version = await super()._list()
+        if self._observers:
+            for obj in list(self.store.values()):
+                self._tell(None, obj)
+        return version
 
     def apply_event(self, kind: str, obj: Mapping[str, Any]) -> None:
         if kind == "DELETED":
             self._on_deleted(self.key(obj), obj)
         super().apply_event(kind, obj)
+        if kind in ("ADDED", "MODIFIED", "DELETED") and self._observers:
+            self._tell(kind, self.projected(obj))
+
+    def _tell(self, kind: str | None, obj: Mapping[str, Any]) -> None:
+        for observer in self._observers:
+            try:
+                observer(kind, obj)
+            except Exception:  # an observer's failure must not stop the cache
+                log.exception("observer of %s", self.resource.kind)
 
 
 class OperatorCache:
@@ -107,9 +131,10 @@ class OperatorCache:
                  resources: tuple[tuple[Resource, Projection], ...] = OPERATOR_RESOURCES) -> None:
         self.changed = asyncio.Event()
         self._clock = clock
+        self._observers: dict[str, list[Observer]] = {res.kind: [] for res, _ in resources}
         self.reflectors: dict[str, Reflector] = {
             res.kind: _Reflector(api, res, project, _quiet if res.kind in QUIET_KINDS else self.changed.set,
-                                 self._deleter(res.kind))
+                                 self._deleter(res.kind), self._observers[res.kind])
             for res, project in resources}
         for reflector in self.reflectors.values():
             reflector.track_changes = True  # the reader parses only what changed (`take_changes`)
@@ -123,6 +148,11 @@ class OperatorCache:
     @property
     def synced(self) -> bool:
         return all(r.synced.is_set() for r in self.reflectors.values())
+
+    def observe(self, kinds: Iterable[str], observer: Observer) -> None:
+        """Tell `observer` of these kinds' objects as the reflectors list and watch them (before `start`)."""
+        for kind in kinds:
+            self._observers[kind].append(observer)
 
     async def start(self, timeout: float = 60.0) -> None:
         self._tasks = await start_all(list(self.reflectors.values()), timeout)
