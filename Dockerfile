@@ -18,7 +18,7 @@ RUN pip wheel --only-binary=:all: --no-binary=draq --wheel-dir /wheels . \
  && python -m venv /opt/draq \
  && /opt/draq/bin/pip install --no-index --find-links /wheels draq \
  && /opt/draq/bin/pip uninstall --yes pip \
- && cd / && /opt/draq/bin/python -I -c 'import importlib.util as u, sys; \
+ && cd / && /opt/draq/bin/python -I -c 'import admission.cli.main, importlib.util as u, sys; \
 sys.exit("the local-cluster kit was installed" if u.find_spec("admission.localcluster") else 0)'
 
 # ----- runtime: the same Python, the virtualenv, nothing else ----------------------------------------------
