@@ -12,10 +12,14 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY admission ./admission
 # --only-binary: every dependency comes as a binary wheel, so no compiler is needed (the slim base has none).
+# draq's wheel leaves the local-cluster kit (admission/localcluster/, `draq demo`) out: pyproject.toml
+# excludes it from the packages, and the last step checks that the image has none of it.
 RUN pip wheel --only-binary=:all: --no-binary=draq --wheel-dir /wheels . \
  && python -m venv /opt/draq \
  && /opt/draq/bin/pip install --no-index --find-links /wheels draq \
- && /opt/draq/bin/pip uninstall --yes pip
+ && /opt/draq/bin/pip uninstall --yes pip \
+ && cd / && /opt/draq/bin/python -I -c 'import admission.cli.main, importlib.util as u, sys; \
+sys.exit("the local-cluster kit was installed" if u.find_spec("admission.localcluster") else 0)'
 
 # ----- runtime: the same Python, the virtualenv, nothing else ----------------------------------------------
 FROM ${PYTHON_IMAGE}

@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,local]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 deps:

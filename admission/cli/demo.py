@@ -2,12 +2,14 @@
 
 Starts a real local control plane with simulated GPU nodes, installs the CRDs, runs draq (operator
 and webhooks) against it, submits example workloads (`examples/demo/`) and shows queues, pod groups
-and pods as they change.
+and pods as they change. It runs on the local-cluster kit (`admission.localcluster`), which only a source
+checkout has (docs/install.md, "The local-cluster kit"); without it the command says how to get it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import signal
@@ -20,6 +22,7 @@ from typing import Any
 
 from admission.core.errors import DraqError
 from admission.core.labels import GROUP_LABEL
+from admission.core.simulate import profiles
 
 HELP = "start a local control plane with simulated GPU nodes, run draq on it and show workloads being admitted"
 DEFAULT_LAYOUT = "h100=2,a100=1,mi300x=1"
@@ -29,8 +32,19 @@ _JSONPATH_GROUP_LABEL = GROUP_LABEL.replace(".", "\\.")  # kubectl's custom colu
 SNAPSHOTS_ONCE = (4, 10, 18, 26, 34)  # seconds after the workloads were submitted
 
 
+KIT_MISSING = ("the demo runs on the local-cluster kit (admission.localcluster), which only a source checkout "
+               "has: installed wheels and the container image leave it out. Clone the repository and run "
+               "`make demo` there (or `pip install -e '.[local]'` in the checkout, then `draq demo`)")
+
+
 class DemoError(DraqError):
     pass
+
+
+def require_kit() -> None:
+    """The kit is an optional part (docs/install.md): without it, say how to get it."""
+    if importlib.util.find_spec("admission.localcluster") is None:
+        raise DemoError(KIT_MISSING)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,8 +63,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_layout(text: str) -> dict[str, int]:
-    from admission.localcluster import profiles
-
     layout: dict[str, int] = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
         name, _, count = item.partition("=")
@@ -62,6 +74,7 @@ def parse_layout(text: str) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_kit()
     from admission.localcluster.build import BuildError
     from admission.localcluster.controlplane import ControlPlane, ControlPlaneError
 

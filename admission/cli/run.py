@@ -22,10 +22,13 @@ from admission.kube.probes import Probes, ProbeServer, process_registry, start_p
 from admission.operator import Operator, OperatorSettings
 from admission.operator.health import operator_checks
 from admission.operator.runtime import KopfProcess, Part, configure_logging
+from admission.operator.settings import DEFAULTS
 from admission.webhook.configurations import WebhookTarget
 from admission.webhook.service import WebhookService, WebhookSettings
 
 HELP = "run draq's operator (gang admission, queue status) and its admission webhooks"
+WEBHOOK_DEFAULTS = WebhookSettings()
+METRICS_PORT = 8080
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,37 +36,39 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "then the in-cluster service account)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--kubernetes-version", help="release whose DRA behaviour to follow (1.34, 1.35, 1.36)")
-    parser.add_argument("--namespace", default="draq-system",
-                        help="draq's namespace: the leader Lease and the webhook CA live here")
+    parser.add_argument("--namespace", default=DEFAULTS.lease_namespace,
+                        help="draq's namespace: the leader Lease and the webhook CA live here (default %(default)s)")
     parser.add_argument("--no-leader-election", action="store_true",
                         help="run cycles without holding the Lease (only with a single replica)")
-    parser.add_argument("--identity", default="",
+    parser.add_argument("--identity", default=DEFAULTS.identity,
                         help="holder identity in the Lease (default: $POD_NAME, else the host name; keep it "
                              "stable across restarts and unique per replica)")
-    parser.add_argument("--lease-seconds", type=float, default=15, metavar="SECONDS",
+    parser.add_argument("--lease-seconds", type=float, default=DEFAULTS.lease_seconds, metavar="SECONDS",
                         help="lease duration: a killed leader is replaced within this plus --retry-period "
-                             "(default 15)")
-    parser.add_argument("--renew-deadline", type=float, metavar="SECONDS",
+                             "(default %(default)s)")
+    parser.add_argument("--renew-deadline", type=float, default=DEFAULTS.renew_deadline_seconds, metavar="SECONDS",
                         help="the leader stops deciding this long after sending its last successful renewal; "
                              "below the lease duration (default: two thirds of it)")
-    parser.add_argument("--retry-period", type=float, metavar="SECONDS",
+    parser.add_argument("--retry-period", type=float, default=DEFAULTS.retry_period_seconds, metavar="SECONDS",
                         help="how often replicas renew or try to take the Lease (default: 2/15 of the lease)")
-    parser.add_argument("--debounce", type=float, default=0.15, metavar="SECONDS",
-                        help="quiet time after a change before a cycle runs (default 0.15)")
-    parser.add_argument("--bind-timeout", type=int, default=300, metavar="SECONDS",
+    parser.add_argument("--debounce", type=float, default=DEFAULTS.debounce_seconds, metavar="SECONDS",
+                        help="quiet time after a change before a cycle runs (default %(default)s)")
+    parser.add_argument("--bind-timeout", type=int, default=DEFAULTS.bind_timeout_seconds, metavar="SECONDS",
                         help="evict and requeue an admitted group whose members are not all bound within this "
-                             "time (default 300; a ClusterQueue's spec.bindTimeoutSeconds overrides it)")
-    parser.add_argument("--native-gangs", choices=("auto", "on", "off"), default="auto",
+                             "time (default %(default)s; a ClusterQueue's spec.bindTimeoutSeconds overrides it)")
+    parser.add_argument("--native-gangs", choices=("auto", "on", "off"), default=WEBHOOK_DEFAULTS.native_gangs,
                         help="make draq's groups native gangs of the scheduler (Workload API, Kubernetes 1.35+ "
-                             "alpha): auto (default) where the cluster serves it")
+                             "alpha): auto where the cluster serves it (default %(default)s)")
     parser.add_argument("--no-webhook", action="store_true", help="run the operator only")
     parser.add_argument("--webhook-url", help="base URL the API server calls for the webhooks "
                         "(default: the Service draq-webhook in --namespace)")
-    parser.add_argument("--webhook-host", default="0.0.0.0", help="address the webhooks listen on")
-    parser.add_argument("--webhook-port", type=int, default=9443, help="port the webhooks listen on")
-    parser.add_argument("--webhook-service", default="draq-webhook",
+    parser.add_argument("--webhook-host", default=WEBHOOK_DEFAULTS.host,
+                        help="address the webhooks listen on (default %(default)s)")
+    parser.add_argument("--webhook-port", type=int, default=WEBHOOK_DEFAULTS.port,
+                        help="port the webhooks listen on (default %(default)s)")
+    parser.add_argument("--webhook-service", default=WEBHOOK_DEFAULTS.target.service_name,
                         help="Service (in --namespace) the API server calls when no --webhook-url is given "
-                             "(default draq-webhook)")
+                             "(default %(default)s)")
     parser.add_argument("--draq-user", help="the only user allowed to remove the gate: draq's own identity "
                         "(default system:serviceaccount:<--namespace>:draq)")
     parser.add_argument("--cert-file", type=Path, help="serve this certificate (e.g. from cert-manager; watched "
@@ -73,9 +78,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-webhook-configurations", action="store_true",
                         help="do not create or update the webhook configurations (another owner, such as the "
                              "Helm chart, keeps them)")
-    parser.add_argument("--metrics-host", default="0.0.0.0", help="address the metrics and probe port listens on")
-    parser.add_argument("--metrics-port", type=int, default=8080,
-                        help="plain-HTTP port for /metrics, /healthz and /readyz (default 8080; 0: none)")
+    parser.add_argument("--metrics-host", default=WEBHOOK_DEFAULTS.host,
+                        help="address the metrics and probe port listens on (default %(default)s)")
+    parser.add_argument("--metrics-port", type=int, default=METRICS_PORT,
+                        help="plain-HTTP port for /metrics, /healthz and /readyz (default %(default)s; 0: none)")
     parser.add_argument("-v", "--verbose", action="store_true")
 
 

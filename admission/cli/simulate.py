@@ -35,11 +35,11 @@ from admission.core.simulate import (
     merged,
     parse_duration,
     plan_nodes,
+    profiles,
     render_table,
     simulate,
 )
 from admission.kube.client import KubeApi, load_credentials
-from admission.localcluster import profiles
 
 HELP = "what would draq admit, when and where; and which nodes to add for the groups that wait (simulation)"
 EXIT_NOT_ADMITTED = 1

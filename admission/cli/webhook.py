@@ -12,45 +12,48 @@ from urllib.parse import urlparse
 
 import yaml
 
+from admission.cli.run import METRICS_PORT
 from admission.core.errors import DraqError, InvalidInput
-from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.service import WebhookSettings, serve_forever
 
 HELP = "serve draq's mutating and validating admission webhooks over TLS"
+DEFAULTS = WebhookSettings()
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
                         "then the in-cluster service account)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
-    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
-    parser.add_argument("--port", type=int, default=9443, help="port to listen on (default 9443)")
-    parser.add_argument("--namespace", default="draq-system",
-                        help="draq's namespace: holds the CA Secret, never under the webhooks")
-    parser.add_argument("--draq-user", default=DEFAULT_DRAQ_USER,
-                        help=f"the only user allowed to remove the gate (default {DEFAULT_DRAQ_USER})")
+    parser.add_argument("--host", default=DEFAULTS.host, help="address to listen on (default %(default)s)")
+    parser.add_argument("--port", type=int, default=DEFAULTS.port, help="port to listen on (default %(default)s)")
+    parser.add_argument("--namespace", default=DEFAULTS.namespace,
+                        help="draq's namespace: holds the CA Secret, never under the webhooks (default %(default)s)")
+    parser.add_argument("--draq-user", default=DEFAULTS.draq_user,
+                        help="the only user allowed to remove the gate (default %(default)s)")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--url", help="base URL the API server calls, e.g. https://127.0.0.1:9443")
-    target.add_argument("--service", default="draq-webhook",
-                        help="Service (in --namespace) the API server calls (default draq-webhook)")
-    parser.add_argument("--service-port", type=int, default=443)
+    target.add_argument("--service", default=DEFAULTS.target.service_name,
+                        help="Service (in --namespace) the API server calls (default %(default)s)")
+    parser.add_argument("--service-port", type=int, default=DEFAULTS.target.service_port,
+                        help="the Service's port (default %(default)s)")
     parser.add_argument("--cert-host", action="append", default=[],
                         help="DNS name or IP for draq's serving certificate (repeatable; default: the "
                              "Service's DNS names, or the --url host)")
     parser.add_argument("--cert-file", type=Path, help="serve this certificate (watched and reloaded)")
     parser.add_argument("--key-file", type=Path, help="key of --cert-file")
     parser.add_argument("--ca-file", type=Path, help="CA of --cert-file, published as caBundle")
-    parser.add_argument("--cert-reload-seconds", type=float, default=10.0,
-                        help="how often --cert-file/--key-file are checked for changes (default 10)")
-    parser.add_argument("--resync-seconds", type=float, default=60.0,
-                        help="how often the webhook configurations are checked and repaired (default 60)")
+    parser.add_argument("--cert-reload-seconds", type=float, default=DEFAULTS.cert_reload_seconds,
+                        help="how often --cert-file/--key-file are checked for changes (default %(default)s)")
+    parser.add_argument("--resync-seconds", type=float, default=DEFAULTS.resync_seconds,
+                        help="how often the webhook configurations are checked and repaired (default %(default)s)")
     parser.add_argument("--no-configurations", action="store_true",
                         help="do not create or update the webhook configurations")
-    parser.add_argument("--metrics-host", default="0.0.0.0", help="address the metrics and probe port listens on")
+    parser.add_argument("--metrics-host", default=DEFAULTS.host,
+                        help="address the metrics and probe port listens on (default %(default)s)")
     parser.add_argument("--metrics-port", type=int, default=0,
                         help="plain-HTTP port for /metrics, /healthz and /readyz (default 0: none; draq run, "
-                             "which runs the webhooks too, serves them on 8080)")
+                             f"which runs the webhooks too, serves them on {METRICS_PORT})")
     parser.add_argument("--print-configurations", action="store_true",
                         help="print the webhook configurations as YAML manifests and exit")
     parser.add_argument("-v", "--verbose", action="store_true")

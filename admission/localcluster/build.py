@@ -18,8 +18,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 # Pinned to patch releases whose staging modules are all served by the Go module proxy
 # (v1.35.6 and v1.34.9 lack k8s.io/externaljwt, k8s.io/kube-proxy or k8s.io/cli-runtime there).
@@ -28,6 +30,7 @@ COMPAT_VERSION = "v1.34.10"
 KNOWN_VERSIONS = {"1.35": DEFAULT_VERSION, "1.34": COMPAT_VERSION}
 COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/", re.MULTILINE)
+T = TypeVar("T")
 
 
 class BuildError(RuntimeError):
@@ -190,20 +193,30 @@ def build(version: str | None = None, force: bool = False) -> BuildPaths:
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kubernetes-version", default=None, help="1.35 (default) or 1.34, or vX.Y.Z")
+def build_command(argv: list[str] | None, doc: str, build: Callable[[str | None, bool], T],
+                  version_option: tuple[str, str], print_option: tuple[str, str], printed: Callable[[T], Path]) -> int:
+    """`python -m` of a build module (this one, `helm`): build one version (an option, with its help), or
+    reuse the cached one unless `--force`; on request print where the result is; a failed build is one line
+    on standard error and status 1."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument(version_option[0], dest="version", default=None, help=version_option[1],
+                        metavar=version_option[0].lstrip("-").upper().replace("-", "_"))
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
-    parser.add_argument("--print-dir", action="store_true", help="print the binary directory")
+    parser.add_argument(print_option[0], dest="print", action="store_true", help=print_option[1])
     args = parser.parse_args(argv)
     try:
-        paths = build(args.kubernetes_version, force=args.force)
+        built = build(args.version, args.force)
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if args.print_dir:
-        print(paths.bin_dir)
+    if args.print:
+        print(printed(built))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return build_command(argv, __doc__ or "", build, ("--kubernetes-version", "1.35 (default) or 1.34, or vX.Y.Z"),
+                         ("--print-dir", "print the binary directory"), lambda paths: paths.bin_dir)
 
 
 if __name__ == "__main__":

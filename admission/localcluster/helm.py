@@ -11,7 +11,6 @@ Only the standard library is used here: this runs before the project's Python de
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -23,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from admission.localcluster.build import BuildError, _go, _run_logged, cache_root
+from admission.localcluster.build import BuildError, _go, _run_logged, build_command, cache_root
 
 # Helm 3.19 is the newest minor whose go.mod asks for Go 1.24 (3.20 wants 1.25, 3.21 wants 1.26), so
 # the project's toolchain floor stays where the control plane build puts it.
@@ -115,19 +114,8 @@ def build(version: str | None = None, force: bool = False) -> HelmPaths:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--version", default=None, help=f"Helm release to build (default {HELM_VERSION})")
-    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
-    parser.add_argument("--print-path", action="store_true", help="print the path of the binary")
-    args = parser.parse_args(argv)
-    try:
-        paths = build(args.version, force=args.force)
-    except BuildError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    if args.print_path:
-        print(paths.binary)
-    return 0
+    return build_command(argv, __doc__ or "", build, ("--version", f"Helm release to build (default {HELM_VERSION})"),
+                         ("--print-path", "print the path of the binary"), lambda paths: paths.binary)
 
 
 if __name__ == "__main__":

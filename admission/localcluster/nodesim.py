@@ -19,7 +19,7 @@ from typing import Any
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from admission.localcluster import profiles
+from admission.core.simulate import profiles
 
 RUN_SECONDS_ANNOTATION = "sim.draq.io/run-seconds"
 log = logging.getLogger("draq.nodesim")

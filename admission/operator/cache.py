@@ -2,7 +2,9 @@
 and the operator's own writes assumed until the watch catches up.
 
 Every list and every watch event sets `changed`, which wakes the admission loop (except for
-`QUIET_KINDS`, which no admission decision reads).
+`QUIET_KINDS`, which no admission decision reads). Whatever else wants to see a kind's objects as they
+arrive (the Reconfigured Events of `admission.operator.runtime`) is told by the same reflectors (`observe`):
+the process holds one watch of each kind the operator reads.
 
 A write's answer can come back after the watch delivered the object's deletion (the write was applied,
 then the object deleted, before the answer arrived), and the operator's list at a new term can be older
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from admission.core.labels import QUEUE_LABEL
@@ -24,7 +26,8 @@ from admission.kube import kinds
 from admission.kube.client import Client
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.paths import Resource
-from admission.kube.reflector import Key, Projection, Reflector, metadata, start_all, stop_all, without_managed_fields
+from admission.kube.reflector import Key, Projection, Reflector, metadata, without_managed_fields
+from admission.kube.watches import SHARED, ReflectorSet, Watch, table
 
 log = logging.getLogger(__name__)
 
@@ -69,48 +72,67 @@ def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _whole(resource: Resource) -> tuple[Resource, Projection]:
-    return resource, without_managed_fields(resource)
-
-
-OPERATOR_RESOURCES: tuple[tuple[Resource, Projection], ...] = (
-    _whole(kinds.NODES), (kinds.PODS, _pod), _whole(kinds.NAMESPACES), _whole(kinds.DEVICE_CLASSES),
-    _whole(kinds.RESOURCE_SLICES), _whole(kinds.DEVICE_TAINT_RULES), _whole(kinds.RESOURCE_CLAIMS),
-    _whole(kinds.CLAIM_TEMPLATES),
-    _whole(kinds.CLUSTER_QUEUES), _whole(kinds.LOCAL_QUEUES), _whole(kinds.QUOTA_UNITS), _whole(kinds.POD_GROUPS),
-    _whole(kinds.RESOURCE_QUOTAS),
-)
+OPERATOR_RESOURCES: tuple[Watch, ...] = table(
+    (kinds.NODES, kinds.PODS, *SHARED, kinds.RESOURCE_SLICES, kinds.DEVICE_TAINT_RULES, kinds.RESOURCE_CLAIMS,
+     kinds.CLAIM_TEMPLATES, kinds.POD_GROUPS, kinds.RESOURCE_QUOTAS),
+    {"Pod": _pod})
+"""Whole objects (less managedFields), but for pods (`_pod`)."""
 QUIET_KINDS = frozenset({"ResourceQuota"})
 """Kinds no admission decision reads (native quotas feed only the accounting gaps' metrics): their changes
 do not wake the loop; the next pass, at most a resync later, reads them."""
 
 
+Observer = Callable[[str | None, Mapping[str, Any]], None]
+"""Told of every object a reflector lists (event type None) and of every watch event (ADDED, MODIFIED,
+DELETED), after the store has taken it."""
+
+
 class _Reflector(Reflector):
     """A reflector that tells the cache which object a delete event removed (its uid and resourceVersion),
-    before the store forgets it."""
+    before the store forgets it, and tells its observers of every object it lists or is told of."""
 
     def __init__(self, api: Client, resource: Resource, project: Projection, on_change: Callable[[], None],
-                 on_deleted: Callable[[Key, Mapping[str, Any]], None]) -> None:
+                 on_deleted: Callable[[Key, Mapping[str, Any]], None], observers: list[Observer]) -> None:
         super().__init__(api, resource, project, on_change)
         self._on_deleted = on_deleted
+        self._observers = observers
+
+    async def _list(self) -> str | None:
+        version = await super()._list()
+        if self._observers:
+            for obj in list(self.store.values()):
+                self._tell(None, obj)
+        return version
 
     def apply_event(self, kind: str, obj: Mapping[str, Any]) -> None:
         if kind == "DELETED":
             self._on_deleted(self.key(obj), obj)
         super().apply_event(kind, obj)
+        if kind in ("ADDED", "MODIFIED", "DELETED") and self._observers:
+            self._tell(kind, self.projected(obj))
+
+    def _tell(self, kind: str | None, obj: Mapping[str, Any]) -> None:
+        for observer in self._observers:
+            try:
+                observer(kind, obj)
+            except Exception:  # an observer's failure must not stop the cache
+                log.exception("observer of %s", self.resource.kind)
 
 
-class OperatorCache:
+class OperatorCache(ReflectorSet[Reflector]):
     """Objects by kind, as the reflectors see them, overlaid with the operator's newer writes."""
 
-    def __init__(self, api: Client, clock: Clock = SYSTEM_CLOCK,
-                 resources: tuple[tuple[Resource, Projection], ...] = OPERATOR_RESOURCES) -> None:
+    start_timeout = 60.0
+
+    def __init__(self, api: Client, clock: Clock = SYSTEM_CLOCK, resources: tuple[Watch, ...] = OPERATOR_RESOURCES
+                 ) -> None:
         self.changed = asyncio.Event()
         self._clock = clock
-        self.reflectors: dict[str, Reflector] = {
-            res.kind: _Reflector(api, res, project, _quiet if res.kind in QUIET_KINDS else self.changed.set,
-                                 self._deleter(res.kind))
-            for res, project in resources}
+        self._observers: dict[str, list[Observer]] = {res.kind: [] for res, _ in resources}
+        super().__init__(
+            _Reflector(api, res, project, _quiet if res.kind in QUIET_KINDS else self.changed.set,
+                       self._deleter(res.kind), self._observers[res.kind])
+            for res, project in resources)
         for reflector in self.reflectors.values():
             reflector.track_changes = True  # the reader parses only what changed (`take_changes`)
         self._assumed: dict[str, dict[Key, tuple[float, dict[str, Any]]]] = {k: {} for k in self.reflectors}
@@ -118,17 +140,11 @@ class OperatorCache:
         # they expire (`DELETED_SECONDS` after they were seen).
         self._deleted: dict[str, dict[Key, list[tuple[float, str, int]]]] = {k: {} for k in self.reflectors}
         self._expiring: deque[tuple[float, str, Key]] = deque()
-        self._tasks: list[asyncio.Task[None]] = []
 
-    @property
-    def synced(self) -> bool:
-        return all(r.synced.is_set() for r in self.reflectors.values())
-
-    async def start(self, timeout: float = 60.0) -> None:
-        self._tasks = await start_all(list(self.reflectors.values()), timeout)
-
-    async def stop(self) -> None:
-        await stop_all(self._tasks)
+    def observe(self, kinds: Iterable[str], observer: Observer) -> None:
+        """Tell `observer` of these kinds' objects as the reflectors list and watch them (before `start`)."""
+        for kind in kinds:
+            self._observers[kind].append(observer)
 
     def assume(self, kind: str, obj: Mapping[str, Any]) -> bool:
         """Take an object the operator just wrote (or listed) as current until the watch delivers it or a

@@ -1,12 +1,13 @@
 """kopf runs the `draq run` process: its startup handler starts the probe port, the webhooks and the
 admission loop; its cleanup handler stops them (the loop first, so the Lease is given up); it handles
-SIGTERM and SIGINT, configures logging and posts draq's Reconfigured Events.
+SIGTERM and SIGINT and configures logging.
 
-kopf watches only draq's own low-volume kinds (QuotaUnit, ClusterQueue, LocalQueue, PodGroup), and its
-handlers on them only wake the loop. Pods, ResourceClaims, ResourceSlices and Nodes stay on the operator's
-list+watch reflectors (`docs/operator.md`, "kopf"). kopf writes nothing on any object: its progress and
-diff-base storages are replaced by ones that never write, no handler needs a finalizer, and peering is off
-(leadership is the Lease of `admission.operator.leader`).
+kopf watches nothing. Every kind the operator reads, draq's own included, is on the operator's list+watch
+reflectors (`admission.operator.cache`), which wake the loop; the Reconfigured Events that acknowledge a new
+spec of draq's kinds are posted from what those reflectors see (`Reconfigured`), so the process holds one
+watch of each kind for the operator (`docs/operator.md`, "The process: kopf"). kopf writes nothing on any
+object: it has no resource handler, its progress and diff-base storages are replaced by ones that never
+write, and peering is off (leadership is the Lease of `admission.operator.leader`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import kopf
 
-from admission.core.labels import API_GROUP, API_GROUP_VERSION
 from admission.kube.client import load_credentials
 from admission.kube.connection import Connection, connection_of
 from admission.operator.loop import Operator
@@ -28,8 +28,7 @@ from admission.operator.loop import Operator
 log = logging.getLogger(__name__)
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-WATCHED = {"QuotaUnit": "quotaunits", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
-           "PodGroup": "podgroups"}
+RECONFIGURABLE = ("QuotaUnit", "ClusterQueue", "LocalQueue", "PodGroup")  # draq's kinds: a new spec gets an Event
 EXIT_SECONDS = 60.0  # kopf kills a process whose clean exit takes longer than this
 
 
@@ -92,17 +91,35 @@ class Lifecycle:
         self.stop_flag.set()
 
 
-class Wakeup:
-    """kopf's handler for draq's kinds: every event wakes the admission loop (which runs only on the leader);
-    a spec generation the leader has not seen before is acknowledged with a Reconfigured Event."""
+class Reconfigured:
+    """A spec generation of one of draq's kinds that the leader has not seen before is acknowledged with a
+    Reconfigured Event. It watches nothing itself: the operator's reflectors tell it of every object they list
+    and every watch event (`OperatorCache.observe`), the same that wake the loop."""
 
     def __init__(self, operator: Operator) -> None:
         self.operator = operator
         self._generations: dict[str, int] = {}  # uid -> the newest metadata.generation seen
+        self._posting: set[asyncio.Task[None]] = set()
 
-    def __call__(self, event_type: str | None, body: Any) -> str | None:
+    def observe(self) -> None:
+        """Be told by the operator's reflectors (before the loop starts them)."""
+        self.operator.cache.observe(RECONFIGURABLE, self._seen)
+
+    def _seen(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        message = self(event_type, body)
+        if message is None:
+            return
+        task = asyncio.get_running_loop().create_task(self.operator.writer.event(body, "Reconfigured", message))
+        self._posting.add(task)
+        task.add_done_callback(self._posted)
+
+    def _posted(self, task: asyncio.Task[None]) -> None:
+        self._posting.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # e.g. the term ended meanwhile (the fence)
+            log.info("Reconfigured Event not posted: %s", task.exception())
+
+    def __call__(self, event_type: str | None, body: Mapping[str, Any]) -> str | None:
         """The Event's message to post, or None."""
-        self.operator.cache.changed.set()
         meta = body.get("metadata") or {}
         uid, generation = str(meta.get("uid") or ""), meta.get("generation")
         if event_type == "DELETED":
@@ -168,7 +185,8 @@ def kopf_settings(identity: str) -> kopf.OperatorSettings:
     return settings
 
 
-def kopf_registry(lifecycle: Lifecycle, wakeup: Wakeup, connect: Callable[[], Connection]) -> kopf.OperatorRegistry:
+def kopf_registry(lifecycle: Lifecycle, connect: Callable[[], Connection]) -> kopf.OperatorRegistry:
+    """Startup, cleanup and login only: no handler on any resource, so kopf lists and watches nothing."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry, errors=kopf.ErrorsMode.PERMANENT)
@@ -186,22 +204,11 @@ def kopf_registry(lifecycle: Lifecycle, wakeup: Wakeup, connect: Callable[[], Co
                                    certificate_path=found.certificate_path, private_key_path=found.private_key_path,
                                    scheme=found.scheme, token=found.token, default_namespace="default")
 
-    # A coroutine, so that kopf runs it on the event loop: a plain function would run in kopf's thread pool,
-    # where setting the loop's asyncio.Event is not safe.
-    async def wake(type: str | None, body: kopf.Body, **_: Any) -> None:  # kopf passes the event type as `type`
-        message = wakeup(type, body)
-        if message is not None:
-            kopf.info(body, reason="Reconfigured", message=message)
-
-    for kind, plural in WATCHED.items():
-        kopf.on.event(API_GROUP, API_GROUP_VERSION, plural, registry=registry, id=f"wake-on-{kind}")(wake)
     return registry
 
 
 def configure_logging(verbose: bool) -> None:
     kopf.configure(verbose=verbose, log_format=LOG_FORMAT)  # type: ignore[arg-type]  # a format string works
-    if not verbose:  # one line per handled event of draq's kinds otherwise
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
 
 
 class KopfProcess:
@@ -223,7 +230,8 @@ class KopfProcess:
         def connect() -> Connection:
             return connection_of(load_credentials(settings.kubeconfig, settings.context))
 
-        await kopf.operator(registry=kopf_registry(lifecycle, Wakeup(self.operator), connect),
+        Reconfigured(self.operator).observe()
+        await kopf.operator(registry=kopf_registry(lifecycle, connect),
                             settings=kopf_settings(self.operator.identity), clusterwide=True, standalone=True,
                             stop_flag=self.stop_flag, ready_flag=self.ready_flag)
         if lifecycle.failure is not None:

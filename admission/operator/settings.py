@@ -1,4 +1,5 @@
-"""What `draq run` can tell the operator."""
+"""What `draq run` can tell the operator. Each default is written here once; `draq run`'s options take theirs
+from `DEFAULTS`."""
 
 from __future__ import annotations
 
@@ -32,3 +33,6 @@ class OperatorSettings:
 
     def election_timing(self) -> ElectionTiming:
         return ElectionTiming.for_lease(self.lease_seconds, self.renew_deadline_seconds, self.retry_period_seconds)
+
+
+DEFAULTS = OperatorSettings()

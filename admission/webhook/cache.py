@@ -10,7 +10,6 @@ that asks for it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,8 +18,9 @@ from admission.core.review import JsonObject, ObjectRef
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.kube.paths import InvalidName, Resource
-from admission.kube.reflector import Key, Projection, Reflector, metadata, start_all, stop_all
+from admission.kube.paths import InvalidName
+from admission.kube.reflector import Key, Reflector, metadata
+from admission.kube.watches import SHARED, ReflectorSet, Watch, table
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +46,9 @@ def _job_size(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _kept_metadata(obj), "spec": size}
 
 
-WEBHOOK_RESOURCES: tuple[tuple[Resource, Projection], ...] = (
-    (kinds.NAMESPACES, _metadata_only),
-    (kinds.LOCAL_QUEUES, _with_spec),
-    (kinds.CLUSTER_QUEUES, _with_spec),
-    (kinds.QUOTA_UNITS, _with_spec),
-    (kinds.JOBS, _job_size),
-    (kinds.DEVICE_CLASSES, _with_spec),
-)
+WEBHOOK_RESOURCES: tuple[Watch, ...] = table((*SHARED, kinds.JOBS), {"Namespace": _metadata_only, "Job": _job_size},
+                                              default=lambda resource: _with_spec)
+"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata), and Jobs' sizes."""
 
 
 class _Stores:
@@ -107,28 +102,16 @@ class FetchedView(_Stores):
         return merged.values()
 
 
-class ClusterCache(_Stores):
+class ClusterCache(_Stores, ReflectorSet[Reflector]):
     """`Lookups` for the decisions, from the reflectors' stores."""
 
-    def __init__(self, api: Client, resources: tuple[tuple[Resource, Projection], ...] = WEBHOOK_RESOURCES,
+    def __init__(self, api: Client, resources: tuple[Watch, ...] = WEBHOOK_RESOURCES,
                  miss_memory: float = 1.0, clock: Clock = SYSTEM_CLOCK) -> None:
         self._api = api
-        self.reflectors = {res.kind: Reflector(api, res, project) for res, project in resources}
-        self._tasks: list[asyncio.Task[None]] = []
+        ReflectorSet.__init__(self, (Reflector(api, res, project) for res, project in resources))
         self._recent_misses: dict[ObjectRef, float] = {}
         self._miss_memory = miss_memory
         self._clock = clock
-
-    @property
-    def synced(self) -> bool:
-        return all(r.synced.is_set() for r in self.reflectors.values())
-
-    async def start(self, timeout: float = 30.0) -> None:
-        """Start every reflector and wait until each has listed once."""
-        self._tasks = await start_all(list(self.reflectors.values()), timeout)
-
-    async def stop(self) -> None:
-        await stop_all(self._tasks)
 
     def stores(self, kind: str) -> Mapping[Key, dict[str, Any]]:
         reflector = self.reflectors.get(kind)

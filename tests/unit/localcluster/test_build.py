@@ -49,3 +49,26 @@ def test_version_stamp_reaches_component_base_and_client_go() -> None:
     flags = build._ldflags("v1.35.8")
     assert "-X k8s.io/component-base/version.gitVersion=v1.35.8" in flags
     assert "-X k8s.io/client-go/pkg/version.gitMinor=35" in flags
+
+
+def test_the_build_commands_share_one_main(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m admission.localcluster.build` and `... .helm`: a version option, --force, a print option;
+    a failed build is one line on standard error and status 1."""
+    asked: list[tuple[str | None, bool]] = []
+
+    def fake(version: str | None, force: bool) -> Path:
+        asked.append((version, force))
+        if version == "bad":
+            raise build.BuildError("no such release")
+        return Path("/cache") / (version or "default")
+
+    def main(*argv: str) -> int:
+        return build.build_command(list(argv), "Build a thing.\n\nMore.", fake, ("--release", "which"),
+                                   ("--print-where", "print it"), lambda path: path)
+
+    assert main("--release", "v1", "--force", "--print-where") == 0
+    assert main() == 0
+    assert capsys.readouterr().out == "/cache/v1\n"
+    assert main("--release", "bad") == 1
+    assert capsys.readouterr().err == "error: no such release\n"
+    assert asked == [("v1", True), (None, False), ("bad", False)]

@@ -1,5 +1,6 @@
-"""kopf's part in `draq run`: its handlers on draq's kinds wake the loop and acknowledge a new spec on the
-leader; it keeps no state on any object (no progress, no diff base, no finalizer), and peering is off."""
+"""kopf's part in `draq run`: startup, cleanup and login, and no handler on any resource, so it lists and
+watches nothing; it keeps no state on any object (no progress, no diff base, no finalizer), and peering is
+off. A new spec of draq's kinds is acknowledged on the leader from what the operator's own reflectors see."""
 
 from __future__ import annotations
 
@@ -11,20 +12,22 @@ from typing import Any
 import kopf
 
 from admission.core.labels import API_GROUP, API_VERSION
+from admission.kube import kinds
 from admission.kube.client import Credentials
 from admission.kube.connection import Connection, connection_of
 from admission.localcluster import rbac
 from admission.operator import Operator, OperatorSettings
 from admission.operator.runtime import (
-    WATCHED,
+    RECONFIGURABLE,
     Lifecycle,
     NoDiffBase,
     NoProgress,
-    Wakeup,
+    Reconfigured,
     kopf_registry,
     kopf_settings,
 )
 from tests.support.clock import FakeClock
+from tests.support.fake_api import FakeApi
 from tests.unit.chart.support import Request, allowed
 
 from .operator_world import cluster
@@ -40,17 +43,50 @@ def operator(leader_election: bool = False) -> Operator:
                     clock=FakeClock())
 
 
-def test_every_event_wakes_the_loop() -> None:
+def test_the_operators_reflectors_wake_the_loop_and_post_the_event() -> None:
+    """One watch of draq's kinds: the operator's reflector wakes the loop on every event and tells the
+    Reconfigured acknowledgement, which posts its Event (cluster-scoped objects' Events go to `default`)."""
+    api = FakeApi()
+    api.add(queue(1))
+    found = Operator(OperatorSettings(leader_election=False, identity="draq-a"), api=api, clock=FakeClock())
+    Reconfigured(found).observe()
+
+    async def scenario() -> list[Any]:
+        await found.cache.start(timeout=5)
+        try:
+            found.cache.changed.clear()
+            await api.merge_patch(kinds.CLUSTER_QUEUES.object_path(None, "research"),
+                                  {"metadata": {"generation": 2}, "spec": {"cohort": "all"}})
+            for _ in range(200):
+                if api.writes_to("/events"):
+                    break
+                await asyncio.sleep(0.01)
+            assert found.cache.changed.is_set()
+            return api.writes_to("/events")
+        finally:
+            await found.cache.stop()
+
+    [posted] = asyncio.run(scenario())  # the listing at generation 1 is a first sight: no Event
+    assert posted.path == "/api/v1/namespaces/default/events"
+    assert (posted.body["reason"], posted.body["involvedObject"]["name"]) == ("Reconfigured", "research")
+    assert posted.body["message"] == (
+        "ClusterQueue spec generation 2 seen by draq (draq-a); the next admission cycle decides with it")
+
+
+def test_an_observer_that_fails_does_not_stop_the_cache() -> None:
     found = operator()
-    wake = Wakeup(found)
-    for event_type in (None, "ADDED", "MODIFIED", "DELETED"):
-        found.cache.changed.clear()
-        wake(event_type, queue(1))
-        assert found.cache.changed.is_set(), event_type
+
+    def broken(event_type: str | None, body: Any) -> None:
+        raise RuntimeError("observer bug")
+
+    found.cache.observe(["ClusterQueue"], broken)
+    found.cache.reflectors["ClusterQueue"].apply_event("ADDED", queue(1))
+    assert [o["metadata"]["name"] for o in found.cache.objects("ClusterQueue")] == ["research"]
+    assert found.cache.changed.is_set()
 
 
 def test_a_new_generation_is_acknowledged_once() -> None:
-    wake = Wakeup(operator())
+    wake = Reconfigured(operator())
     assert wake(None, queue(1)) is None  # the initial listing
     assert wake("MODIFIED", queue(1)) is None  # a status write: same generation
     assert wake("MODIFIED", queue(2)) == (
@@ -63,7 +99,7 @@ def test_a_new_generation_is_acknowledged_once() -> None:
 
 def test_only_the_leader_acknowledges() -> None:
     standby = operator(leader_election=True)
-    wake = Wakeup(standby)
+    wake = Reconfigured(standby)
     wake(None, queue(1))
     assert wake("MODIFIED", queue(2)) is None
     assert standby.elector is not None
@@ -91,19 +127,18 @@ def test_settings_peering_off_and_draqs_storages() -> None:
     assert (settings.posting.reporting_component, settings.posting.reporting_instance) == ("draq", "draq-a")
 
 
-def test_only_watching_handlers_on_draqs_kinds() -> None:
-    """Changing handlers (create/update/delete) would need kopf's storages and may add finalizers; draq has
-    none, and watches nothing but its own four kinds, with handlers that run on the event loop."""
+def test_kopf_has_no_handler_on_any_resource() -> None:
+    """kopf lists and watches the resources its handlers name: with none, draq's kinds are watched once, by
+    the operator's reflectors (`docs/operator.md`: 23 watch connections at start became 19)."""
     found = operator()
-    registry = kopf_registry(Lifecycle(found, [], asyncio.Event()), Wakeup(found),
+    registry = kopf_registry(Lifecycle(found, [], asyncio.Event()),
                              lambda: Connection("https://127.0.0.1:6443", None, False, None, None, None, None))
-    watching = registry._watching.get_all_handlers()
-    assert sorted(str(h.id) for h in watching) == sorted(f"wake-on-{kind}" for kind in WATCHED)
-    assert all(h.selector is not None and h.selector.group == "draq.io" for h in watching)
-    # kopf runs plain functions in its thread pool; the wake-up must run on the loop, as a coroutine.
-    assert all(inspect.iscoroutinefunction(h.fn) for h in watching)
-    assert not registry._changing.get_all_handlers()
-    assert not registry._indexing.get_all_handlers()
+    for handlers in (registry._watching, registry._changing, registry._indexing, registry._spawning,
+                     registry._webhooks):
+        assert not handlers.get_all_handlers()
+    activities = registry._activities.get_all_handlers()
+    assert sorted(str(h.activity.value) for h in activities) == ["authentication", "cleanup", "startup"]
+    assert all(inspect.iscoroutinefunction(h.fn) for h in activities if str(h.activity.value) != "authentication")
 
 
 class Configuration:
@@ -122,11 +157,14 @@ def test_kopf_logs_in_as_draq_does() -> None:
                                                     "Bearer", "abc.def")
 
 
-def test_the_charts_rights_cover_what_kopf_does() -> None:
-    """kopf lists and watches draq's kinds across namespaces and posts Events (in `default` for draq's
-    cluster-scoped kinds, in the object's namespace otherwise); nothing else."""
+def test_the_charts_rights_cover_the_reconfigured_events() -> None:
+    """The operator's reflectors list and watch draq's kinds across namespaces; the Reconfigured Events go to
+    `default` for draq's cluster-scoped kinds, to the object's namespace otherwise."""
     rights = rbac.Rights()
     cluster_rules = rbac.rules(*rights.cluster_files())
-    requests = [Request(verb, API_GROUP, plural, "", "") for plural in WATCHED.values() for verb in ("list", "watch")]
+    plurals = [res.plural for res in (kinds.QUOTA_UNITS, kinds.CLUSTER_QUEUES, kinds.LOCAL_QUEUES, kinds.POD_GROUPS)]
+    assert sorted(res.kind for res in (kinds.QUOTA_UNITS, kinds.CLUSTER_QUEUES, kinds.LOCAL_QUEUES,
+                                       kinds.POD_GROUPS)) == sorted(RECONFIGURABLE)
+    requests = [Request(verb, API_GROUP, plural, "", "") for plural in plurals for verb in ("list", "watch")]
     requests += [Request("create", "", "events", namespace, "") for namespace in ("default", "team")]
     assert [r.describe() for r in requests if not allowed(r, cluster_rules, [], "draq-system")] == []

@@ -36,6 +36,25 @@ def test_leadership_options_reach_the_operator() -> None:
     assert defaults.identity == "" and defaults.election_timing() == ElectionTiming(15, 10, 2)
 
 
+def test_the_options_defaults_are_the_settings_defaults() -> None:
+    """Each default is written once, in the settings dataclasses: `draq run` with no option is those."""
+    from admission.operator.settings import DEFAULTS
+    from admission.webhook.service import WebhookSettings
+
+    assert cli.settings_from(parse()) == DEFAULTS
+    webhook, defaults = cli.webhook_settings_from(parse()), WebhookSettings()
+    assert webhook is not None
+    assert (webhook.host, webhook.port, webhook.namespace, webhook.native_gangs, webhook.target) == (
+        defaults.host, defaults.port, defaults.namespace, defaults.native_gangs, defaults.target)
+    assert "(default 15.0)" in cli_help() and "(default 0.15)" in cli_help()
+
+
+def cli_help() -> str:
+    parser = argparse.ArgumentParser()
+    cli.configure(parser)
+    return " ".join(parser.format_help().split())
+
+
 @pytest.mark.parametrize(("argv", "option"), [
     (("--lease-seconds", "4", "--renew-deadline", "4"), "--renew-deadline"),
     (("--lease-seconds", "2.5"), "--lease-seconds"),

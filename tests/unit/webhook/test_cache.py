@@ -243,3 +243,21 @@ def test_an_unreachable_api_server_is_a_clear_error() -> None:
             await ClusterCache(Down(), only(LOCAL_QUEUES)).start(timeout=0.2)  # type: ignore[arg-type]
 
     asyncio.run(go())
+
+
+def test_the_resources_both_caches_read_are_written_once() -> None:
+    """`admission.kube.watches.SHARED`: the operator keeps them whole, the webhook their metadata and spec."""
+    from admission.kube.watches import SHARED
+    from admission.operator.cache import OPERATOR_RESOURCES
+
+    operator = {resource.kind for resource, _ in OPERATOR_RESOURCES}
+    webhook = {resource.kind for resource, _ in WEBHOOK_RESOURCES}
+    assert operator & webhook == {resource.kind for resource in SHARED}
+    assert webhook - operator == {"Job"}
+    queue = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "status": {"pending": 1},
+             "metadata": {"name": "q", "managedFields": [{}], "labels": {"a": "b"}}, "spec": {"cohort": "c"}}
+    [kept_whole] = [project(queue) for resource, project in OPERATOR_RESOURCES if resource.kind == "ClusterQueue"]
+    [kept_spec] = [project(queue) for resource, project in WEBHOOK_RESOURCES if resource.kind == "ClusterQueue"]
+    assert kept_whole["status"] == {"pending": 1} and "managedFields" not in kept_whole["metadata"]
+    assert kept_spec == {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
+                         "metadata": {"name": "q", "labels": {"a": "b"}}, "spec": {"cohort": "c"}}

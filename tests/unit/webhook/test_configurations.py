@@ -116,3 +116,12 @@ def test_bad_options_name_the_option(argv: tuple[str, ...], field: str) -> None:
     with pytest.raises(InvalidInput) as caught:
         cli.settings_from(parse(*argv))
     assert caught.value.field == field
+
+
+def test_the_options_defaults_are_the_settings_defaults() -> None:
+    parser = argparse.ArgumentParser()
+    cli.configure(parser)
+    settings, defaults = cli.settings_from(parser.parse_args([])), cli.DEFAULTS
+    for name in ("host", "port", "namespace", "draq_user", "target", "resync_seconds", "cert_reload_seconds",
+                 "manage_configurations"):
+        assert getattr(settings, name) == getattr(defaults, name), name

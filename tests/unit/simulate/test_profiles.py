@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from admission.localcluster import profiles
+from admission.core.simulate import profiles
 
 
 def test_h100_node_publishes_eight_gpus_in_one_complete_pool() -> None:
