@@ -24,7 +24,7 @@ from kubernetes import client
 from admission.core.allocator import Allocator, GangMember, Snapshot, place_gang
 from admission.core.features import gates_for
 from admission.core.models import ResourceClaim, parse_objects
-from admission.localcluster import profiles
+from admission.core.simulate import profiles
 from admission.localcluster.controlplane import ControlPlane
 
 NAMESPACE = "bench"

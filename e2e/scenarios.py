@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from admission.localcluster import profiles
+from admission.core.simulate import profiles
 
 Manifest = dict[str, Any]
 NIC = "nic.example.com"

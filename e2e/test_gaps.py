@@ -23,9 +23,9 @@ from kubernetes import client
 
 from admission.cli.main import main
 from admission.core.labels import API_VERSION, GATE, GROUP_LABEL, QUEUE_LABEL
+from admission.core.simulate.profiles import NVIDIA
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
-from admission.localcluster.profiles import NVIDIA
 from e2e.test_operator import RunningOperator, apply, crds, settings
 from e2e.waiting import until
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from admission.core.errors import DraqError
 from admission.core.labels import GROUP_LABEL
-from admission.core.simulate import profiles
+from admission.core.simulate import PROFILES
 
 HELP = "start a local control plane with simulated GPU nodes, run draq on it and show workloads being admitted"
 DEFAULT_LAYOUT = "h100=2,a100=1,mi300x=1"
@@ -66,9 +66,9 @@ def parse_layout(text: str) -> dict[str, int]:
     layout: dict[str, int] = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
         name, _, count = item.partition("=")
-        if name not in profiles.PROFILES or not count.isdigit():
+        if name not in PROFILES or not count.isdigit():
             raise DemoError(f"--nodes: {item!r} is not PROFILE=COUNT with PROFILE one of "
-                            + ", ".join(profiles.PROFILES))
+                            + ", ".join(PROFILES))
         layout[name] = int(count)
     return layout
 

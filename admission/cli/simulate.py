@@ -22,21 +22,25 @@ from admission.core.features import SUPPORTED_VERSIONS, FeatureGates, gates_for,
 from admission.core.models import DeviceClass, Model, parse_object
 from admission.core.simulate import (
     DEFAULT_RUN_TIME,
+    PROFILES,
     RUN_TIME_ANNOTATION,
     Fate,
+    GpuProfile,
     Loaded,
-    NodePlan,
+    NodesToAdd,
     Progress,
     SimulatedCluster,
     SimulationResult,
     SimulationSettings,
+    device_classes,
     format_duration,
     load,
     merged,
+    node_manifest,
     parse_duration,
     plan_nodes,
-    profiles,
     render_table,
+    resource_slices,
     simulate,
 )
 from admission.kube.client import KubeApi, load_credentials
@@ -58,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          "other object: queues, units, nodes); a directory stands for its files; - for stdin")
     changes.add_argument("--add-nodes", dest="add_nodes", action="append", default=[],
                          metavar="PROFILE=N[,...]|FILE", help="nodes to add: of built-in profiles ("
-                         + ", ".join(profiles.PROFILES) + "), or the Nodes and ResourceSlices of a file")
+                         + ", ".join(PROFILES) + "), or the Nodes and ResourceSlices of a file")
     changes.add_argument("--partitions", action="store_true",
                          help="nodes of profiles also publish partitions (MIG, CPX) with shared counters")
     changes.add_argument("--remove-nodes", default="", metavar="NODE[,NODE...]",
@@ -97,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     settings = SimulationSettings(gates, start, parse_duration(args.run_time, "--run-time"), loaded.run_times,
                                   horizon=parse_duration(args.horizon, "--horizon") if args.horizon else None)
     progress = _ProgressLine(quiet=args.quiet)
-    plan: NodePlan | None = None
+    plan: NodesToAdd | None = None
     if args.plan_nodes:
         names = [p.strip() for p in args.plan_nodes.split(",") if p.strip()]
         for name in names:
@@ -194,22 +198,22 @@ def _maker(partitions: bool, prefix: str) -> Any:
     def make(name: str, index: int) -> list[Model]:
         profile = _profile(name)
         node = f"{prefix}-{name}-{index}"
-        return [parse_object(m) for m in (profiles.node_manifest(profile, node),
-                                          *profiles.resource_slices(profile, node, partitions=partitions))]
+        return [parse_object(m) for m in (node_manifest(profile, node),
+                                          *resource_slices(profile, node, partitions=partitions))]
     return make
 
 
-def _profile(name: str) -> profiles.GpuProfile:
-    found = profiles.PROFILES.get(name)
+def _profile(name: str) -> GpuProfile:
+    found = PROFILES.get(name)
     if found is None:
-        raise InvalidInput("node profile", name, "unknown; profiles: " + ", ".join(profiles.PROFILES))
+        raise InvalidInput("node profile", name, "unknown; profiles: " + ", ".join(PROFILES))
     return found
 
 
 def _with_classes(cluster: SimulatedCluster, partitions: bool) -> SimulatedCluster:
     """The DeviceClasses the profiles' drivers install, where the cluster lacks them."""
     known = {m.name for m in cluster.models if isinstance(m, DeviceClass)}
-    classes = [c for c in (parse_object(m) for m in profiles.device_classes()) if isinstance(c, DeviceClass)]
+    classes = [c for c in (parse_object(m) for m in device_classes()) if isinstance(c, DeviceClass)]
     return cluster.with_models(c for c in classes if c.name not in known)
 
 
@@ -227,7 +231,7 @@ def _start(text: str | None) -> dt.datetime:
 
 
 # ----- output -------------------------------------------------------------------------------------------
-def _print(result: SimulationResult, plan: NodePlan | None, notes: Sequence[str], args: argparse.Namespace) -> None:
+def _print(result: SimulationResult, plan: NodesToAdd | None, notes: Sequence[str], args: argparse.Namespace) -> None:
     if args.output == "json":
         document: dict[str, Any] = {"simulation": result.to_dict(), "notes": list(notes)}
         if plan is not None:

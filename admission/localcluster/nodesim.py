@@ -19,7 +19,7 @@ from typing import Any
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from admission.core.simulate import profiles
+from admission.core.simulate import PROFILES, GpuProfile, device_classes, node_manifest, resource_slices
 
 RUN_SECONDS_ANNOTATION = "sim.draq.io/run-seconds"
 log = logging.getLogger("draq.nodesim")
@@ -43,13 +43,13 @@ class NodeSimulator:
 
     # ----- inventory ---------------------------------------------------------------------------------
     def apply_device_classes(self) -> None:
-        for klass in profiles.device_classes():
+        for klass in device_classes():
             self._create_or_replace_cluster_object("deviceclasses", klass)
 
-    def add_node(self, name: str, profile: str | profiles.GpuProfile, *, partitions: bool = False,
+    def add_node(self, name: str, profile: str | GpuProfile, *, partitions: bool = False,
                  device_plugin: bool = False) -> None:
-        gpu = profiles.PROFILES[profile] if isinstance(profile, str) else profile
-        manifest = profiles.node_manifest(gpu, name, device_plugin=device_plugin)
+        gpu = PROFILES[profile] if isinstance(profile, str) else profile
+        manifest = node_manifest(gpu, name, device_plugin=device_plugin)
         status = manifest.pop("status")
         try:
             self.core.create_node(manifest)
@@ -57,7 +57,7 @@ class NodeSimulator:
             if err.status != 409:
                 raise
         self.core.patch_node_status(name, {"status": status})
-        for rs in profiles.resource_slices(gpu, name, partitions=partitions):
+        for rs in resource_slices(gpu, name, partitions=partitions):
             self._create_or_replace_cluster_object("resourceslices", rs)
         with self._lock:
             self.nodes.add(name)

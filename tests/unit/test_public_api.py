@@ -9,8 +9,8 @@ import pytest
 
 PUBLIC = {
     "admission.core.allocator": [
-        "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlacement", "INVALID_POOLS",
-        "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
+        "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlacement",
+        "INVALID_POOLS", "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
         "RequestExplanation", "Snapshot", "SnapshotInventory", "Status", "Usage", "allocation_to_manifest", "explain",
         "explain_best", "members_for", "place_gang", "pod_claims"
     ],
@@ -30,12 +30,12 @@ PUBLIC = {
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
-        "Inventory", "LocalQueue", "NONE", "Phase", "Placement", "PlannedClaim", "PodGroup", "QueueState",
-        "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "Plan", "SelectionFilter",
-        "Unchargeable", "QueueQuota", "UnitStatus", "Unreadable", "charge_group", "charge_status",
-        "cluster_queue_active", "cluster_queue_status", "compile_unit", "device_selected", "device_value",
-        "extended_claim_id", "extended_claims", "extended_resource_claim_spec", "extended_resource_class",
-        "format_amount", "invalid_queue_active", "invalid_unit_event", "local_queue_status", "parse_cluster_queue",
+        "Inventory", "LocalQueue", "NONE", "Phase", "Placement", "Plan", "PlannedClaim", "PodGroup", "QueueQuota",
+        "QueueState", "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "SelectionFilter",
+        "Unchargeable", "UnitStatus", "Unreadable", "charge_group", "charge_status", "cluster_queue_active",
+        "cluster_queue_status", "compile_unit", "device_selected", "device_value", "extended_claim_id",
+        "extended_claims", "extended_resource_claim_spec", "extended_resource_class", "format_amount",
+        "invalid_queue_active", "invalid_unit_event", "local_queue_status", "parse_cluster_queue",
         "parse_local_queue", "parse_pod_group", "parse_quota_unit", "pool_counter_sets", "quota_unit_ready",
         "quota_unit_status", "reconcile", "reconciliation_status", "unreadable"
     ],
@@ -70,10 +70,11 @@ PUBLIC = {
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"
     ],
     "admission.core.simulate": [
-        "ClaimDevices", "DEFAULT_RUN_TIME", "Fate", "GroupOutcome", "Loaded", "NodeMaker", "NodePlan", "Progress",
-        "ProgressHook", "RUN_TIME_ANNOTATION", "SimulatedCluster", "SimulationResult", "SimulationSettings",
-        "declared_run_times", "format_duration", "job_pods", "load", "merged", "parse_duration", "plan_nodes",
-        "render_table", "run_time", "simulate", "submit"
+        "ClaimDevices", "DEFAULT_RUN_TIME", "Fate", "GpuProfile", "GroupOutcome", "Loaded", "NodeMaker", "NodesToAdd",
+        "PROFILES", "Progress", "ProgressHook", "RUN_TIME_ANNOTATION", "SimulatedCluster", "SimulationResult",
+        "SimulationSettings", "declared_run_times", "device_classes", "format_duration", "job_pods", "load", "merged",
+        "node_manifest", "parse_duration", "plan_nodes", "render_table", "resource_slices", "run_time", "simulate",
+        "submit"
     ],
     "admission.core.cycle.preemption": [
         "Holding", "NoVictims", "PREEMPTED", "Preemptor", "SearchInput", "Victims", "candidates", "find_victims",

@@ -19,7 +19,8 @@ from admission.core.simulate.engine import (
     simulate,
 )
 from admission.core.simulate.inputs import Loaded, load, merged
-from admission.core.simulate.plan import NodeMaker, NodePlan, plan_nodes
+from admission.core.simulate.plan import NodeMaker, NodesToAdd, plan_nodes
+from admission.core.simulate.profiles import PROFILES, GpuProfile, device_classes, node_manifest, resource_slices
 from admission.core.simulate.results import ClaimDevices, Fate, GroupOutcome, SimulationResult, render_table
 from admission.core.simulate.workloads import (
     declared_run_times,
@@ -31,26 +32,31 @@ from admission.core.simulate.workloads import (
 
 __all__ = [
     "DEFAULT_RUN_TIME",
+    "PROFILES",
     "RUN_TIME_ANNOTATION",
     "ClaimDevices",
     "Fate",
+    "GpuProfile",
     "GroupOutcome",
     "Loaded",
     "NodeMaker",
-    "NodePlan",
+    "NodesToAdd",
     "Progress",
     "ProgressHook",
     "SimulatedCluster",
     "SimulationResult",
     "SimulationSettings",
     "declared_run_times",
+    "device_classes",
     "format_duration",
     "job_pods",
     "load",
     "merged",
+    "node_manifest",
     "parse_duration",
     "plan_nodes",
     "render_table",
+    "resource_slices",
     "run_time",
     "simulate",
     "submit",

@@ -32,7 +32,7 @@ _NODE_REASONS = frozenset({WaitReason.DEVICES.value, WaitReason.NODES.value})
 
 
 @dataclass(frozen=True, slots=True)
-class NodePlan:
+class NodesToAdd:
     counts: Mapping[str, int]  # profile -> nodes to add
     targets: tuple[str, ...]  # the groups the plan is for
     admitted: tuple[str, ...]  # targets admitted with the plan
@@ -94,7 +94,7 @@ class _Search:
 
 def plan_nodes(cluster: SimulatedCluster, settings: SimulationSettings, profiles: Sequence[str], make: NodeMaker,
                targets: Collection[str] | None = None, within: float = 0.0,
-               progress: ProgressHook | None = None) -> NodePlan:
+               progress: ProgressHook | None = None) -> NodesToAdd:
     """The fewest nodes of `profiles` to add so that `targets` (default: every group the simulation leaves
     waiting after `within` seconds) are admitted within `within` seconds of simulated time."""
     if not profiles:
@@ -134,5 +134,5 @@ def plan_nodes(cluster: SimulatedCluster, settings: SimulationSettings, profiles
     final = search.run(best)
     admitted = tuple(t for t in wanted_all if (o := final.outcome(t)) is not None and o.fate is Fate.ADMITTED)
     unplannable = tuple(o for t in wanted_all if t not in reachable and (o := result.outcome(t)) is not None)
-    return NodePlan(dict(zip(profiles, best, strict=True)), wanted_all, admitted, unplannable, final,
+    return NodesToAdd(dict(zip(profiles, best, strict=True)), wanted_all, admitted, unplannable, final,
                     len(search.runs))
