@@ -118,15 +118,15 @@ class CacheReader:
         pod_memo = self._parsed["Pod"]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
-        bad: list[Unreadable] = []
-        pod_groups = self._models("PodGroup", parse_pod_group, bad)
+        pod_groups = self._models("PodGroup", parse_pod_group)
         group_manifests = [e.manifest for e in self._parsed["PodGroup"].current.values()]
         created = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": str(_meta(m).get("creationTimestamp", ""))
                    for m in group_manifests}
-        groups = collect_groups(managed, pod_groups, created, {b.key: b.reason for b in bad})
-        queues = tuple(self._models("ClusterQueue", parse_cluster_queue, bad))
-        local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue, bad)}
-        compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()), bad)
+        groups = collect_groups(managed, pod_groups, created, {b.key: b.reason for b in self._bad("PodGroup")})
+        queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
+        local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue)}
+        compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
+        bad = [b for kind in ("PodGroup", "ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
         manifests: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef.of("Pod", _key(e.manifest)): e.manifest
@@ -201,12 +201,16 @@ class CacheReader:
                       "it can be rebuilt", err, kept)
             return self._last_good or QueueState.empty(queues), False
 
-    def _models(self, kind: str, parse: Callable[[Mapping[str, Any]], T], bad: list[Unreadable] | None = None,
+    def _bad(self, kind: str) -> list[Unreadable]:
+        """The kind's objects that did not parse at its last `_models`."""
+        return self._parsed[kind].bad
+
+    def _models(self, kind: str, parse: Callable[[Mapping[str, Any]], T],
                 keep: Callable[[Mapping[str, Any]], bool] | None = None, keyed: bool = False) -> list[T]:
         """The kind's objects that parse, in the cache's order (the operator's assumed writes in place of
         the stored objects), parsed only where the watch changed them; the same list as last time when
-        nothing changed. With `bad`, the ones that do not parse are added there; with `keyed`, the models
-        are also kept by their own key (`_Parsed.by_key`)."""
+        nothing changed (those that do not parse: `_bad`). With `keep`, the entries it selects are also kept
+        apart (`_Parsed.kept`); with `keyed`, the models are also kept by their own key (`_Parsed.by_key`)."""
         memo = self._parsed.get(kind)
         reflector = self.cache.reflectors[kind]
         relisted, dirty = reflector.take_changes()
@@ -257,8 +261,6 @@ class CacheReader:
             if keyed and changed_keys is None:
                 by_key = {m.key: m for m in memo.models}
         memo.by_key, memo.changed_keys = by_key, changed_keys
-        if bad is not None:
-            bad.extend(memo.bad)
         return memo.models
 
     @staticmethod

@@ -1,6 +1,6 @@
 """The webhook's list+watch cache: the few objects its decisions look up, kept in memory.
 
-`ClusterCache` serves `admission.core.review.Lookups` from one reflector per resource. An object a
+`WebhookCache` serves `admission.core.review.Lookups` from one reflector per resource. An object a
 decision missed (a watch may be a few milliseconds behind) can be fetched for that one decision
 (`fetch`): what is fetched on behalf of a review never enters the shared stores, which only the
 watches write, and names from the review are checked before any request is made. draq's leader Lease
@@ -89,7 +89,7 @@ class _Stores:
 class FetchedView(_Stores):
     """The shared cache plus objects fetched for one decision; only that decision sees them."""
 
-    def __init__(self, cache: ClusterCache, fetched: Mapping[str, Mapping[Key, dict[str, Any]]]) -> None:
+    def __init__(self, cache: WebhookCache, fetched: Mapping[str, Mapping[Key, dict[str, Any]]]) -> None:
         self._cache = cache
         self._fetched = fetched
 
@@ -102,7 +102,7 @@ class FetchedView(_Stores):
         return merged.values()
 
 
-class ClusterCache(_Stores, ReflectorSet[Reflector]):
+class WebhookCache(_Stores, ReflectorSet[Reflector]):
     """`Lookups` for the decisions, from the reflectors' stores."""
 
     def __init__(self, api: Client, resources: tuple[Watch, ...] = WEBHOOK_RESOURCES,

@@ -20,7 +20,7 @@ from admission.kube.client import KubeApi, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.discovery import serves
 from admission.kube.probes import Probes, process_registry, start_probe_server
-from admission.webhook.cache import ClusterCache
+from admission.webhook.cache import WebhookCache
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.handlers import AdmissionHandlers
 from admission.webhook.metrics import WebhookMetrics
@@ -69,7 +69,7 @@ class WebhookService:
         self.clock = clock
         self.metrics = WebhookMetrics(registry or CollectorRegistry())
         self.api = KubeApi(load_credentials(settings.kubeconfig, settings.context))
-        self.cache = ClusterCache(self.api, clock=clock)
+        self.cache = WebhookCache(self.api, clock=clock)
         self.tls = ServingTLS()
         self.server: RunningServer | None = None
         self._tasks: list[asyncio.Task[None]] = []

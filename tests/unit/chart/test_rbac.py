@@ -24,7 +24,7 @@ from admission.localcluster import rbac
 from admission.operator.cache import OPERATOR_RESOURCES, OperatorCache
 from admission.operator.leader import LeaderElector
 from admission.operator.writer import Writer
-from admission.webhook.cache import WEBHOOK_RESOURCES, ClusterCache
+from admission.webhook.cache import WEBHOOK_RESOURCES, WebhookCache
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.publisher import ConfigurationPublisher
 from admission.webhook.rotation import SecretCA
@@ -242,7 +242,7 @@ def test_the_webhook_cache_is_granted() -> None:
     async def go() -> list[Request]:
         api = RecordingApi()
         api.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-        cache = ClusterCache(api)
+        cache = WebhookCache(api)
         await cache.start(timeout=5)
         await cache.stop()
         return api.requests
@@ -257,7 +257,7 @@ def test_the_webhooks_fence_may_read_the_lease() -> None:
         api = RecordingApi()
         api.add({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": "draq-operator", "namespace": DRAQ_NS}, "spec": {"holderIdentity": "a"}})
-        cache = ClusterCache(api)
+        cache = WebhookCache(api)
         assert await cache.fetch((ObjectRef("Lease", DRAQ_NS, "draq-operator"),)) is not None
         return api.requests
 

@@ -11,7 +11,7 @@ from admission.kube import kinds
 from admission.kube.client import KubeApiError
 from admission.kube.paths import Resource
 from admission.kube.reflector import Projection, Reflector
-from admission.webhook.cache import WEBHOOK_RESOURCES, ClusterCache
+from admission.webhook.cache import WEBHOOK_RESOURCES, WebhookCache
 
 NAMESPACES, LOCAL_QUEUES, DEVICE_CLASSES = kinds.NAMESPACES, kinds.LOCAL_QUEUES, kinds.DEVICE_CLASSES
 
@@ -67,7 +67,7 @@ def test_list_then_watch_keeps_the_store_current() -> None:
             {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}},
             {"type": "ADDED", "object": ns("c")},
         ]
-        cache = ClusterCache(api, only(NAMESPACES))  # type: ignore[arg-type]
+        cache = WebhookCache(api, only(NAMESPACES))  # type: ignore[arg-type]
         await cache.start(timeout=5)
         await api.watch_started.wait()
         await asyncio.sleep(0.05)
@@ -85,7 +85,7 @@ def test_list_items_without_kind_are_stored_typed() -> None:
     async def go() -> None:
         api = FakeApi()
         api.objects[DEVICE_CLASSES.list_path()] = [{"metadata": {"name": "gpu"}, "spec": {"selectors": []}}]
-        cache = ClusterCache(api, only(DEVICE_CLASSES))  # type: ignore[arg-type]
+        cache = WebhookCache(api, only(DEVICE_CLASSES))  # type: ignore[arg-type]
         await cache.start(timeout=5)
         stored = cache.device_class("gpu")
         assert stored is not None
@@ -117,7 +117,7 @@ def test_fetch_serves_one_decision_and_never_writes_the_shared_cache() -> None:
     async def go() -> None:
         api = FakeApi()
         api.objects[LOCAL_QUEUES.list_path()] = []
-        cache = ClusterCache(api, only(LOCAL_QUEUES), miss_memory=60)  # type: ignore[arg-type]
+        cache = WebhookCache(api, only(LOCAL_QUEUES), miss_memory=60)  # type: ignore[arg-type]
         await cache.start(timeout=5)
         path = "/apis/draq.io/v1alpha1/namespaces/team/localqueues/gpu"
         api.singles[path] = lq("team", "gpu", "cq")
@@ -139,7 +139,7 @@ def test_fetch_refuses_names_that_are_not_kubernetes_names() -> None:
     async def go() -> None:
         api = FakeApi()
         api.objects[NAMESPACES.list_path()] = []
-        cache = ClusterCache(api, only(NAMESPACES))  # type: ignore[arg-type]
+        cache = WebhookCache(api, only(NAMESPACES))  # type: ignore[arg-type]
         await cache.start(timeout=5)
         api.singles["/api/v1/namespaces/team-a/configmaps/victim"] = {"metadata": {"name": "victim"}}
         for name in ("team-a/configmaps/victim", "..", "Team", "a" * 64, "x%2Fy"):
@@ -154,7 +154,7 @@ def test_fetch_ignores_an_answer_about_another_object() -> None:
     async def go() -> None:
         api = FakeApi()
         api.objects[NAMESPACES.list_path()] = []
-        cache = ClusterCache(api, only(NAMESPACES))  # type: ignore[arg-type]
+        cache = WebhookCache(api, only(NAMESPACES))  # type: ignore[arg-type]
         await cache.start(timeout=5)
         api.singles["/api/v1/namespaces/victim"] = {"metadata": {"name": "other", "labels": {}}}
         assert await cache.fetch((ObjectRef("Namespace", "", "victim"),)) is None
@@ -240,7 +240,7 @@ def test_an_unreachable_api_server_is_a_clear_error() -> None:
 
     async def go() -> None:
         with pytest.raises(DraqError, match="could not list LocalQueue from the API server within 0s"):
-            await ClusterCache(Down(), only(LOCAL_QUEUES)).start(timeout=0.2)  # type: ignore[arg-type]
+            await WebhookCache(Down(), only(LOCAL_QUEUES)).start(timeout=0.2)  # type: ignore[arg-type]
 
     asyncio.run(go())
 

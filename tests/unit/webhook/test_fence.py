@@ -21,7 +21,7 @@ from admission.core.review.envelope import (
 )
 from admission.kube import kinds
 from admission.kube.client import KubeApiError
-from admission.webhook.cache import ClusterCache
+from admission.webhook.cache import WebhookCache
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.handlers import AdmissionHandlers
 
@@ -170,7 +170,7 @@ class LeaseApi:
 def test_the_cache_reads_the_lease_afresh_for_every_decision() -> None:
     async def go() -> None:
         api = LeaseApi()
-        cache = ClusterCache(api, ((kinds.NAMESPACES, lambda o: dict(o)),), miss_memory=60)  # type: ignore[arg-type]
+        cache = WebhookCache(api, ((kinds.NAMESPACES, lambda o: dict(o)),), miss_memory=60)  # type: ignore[arg-type]
         await cache.start(timeout=5)
         ref = ObjectRef("Lease", "draq-system", "draq-operator")
         assert await cache.fetch((ref,)) is None  # absent: not remembered as missing
