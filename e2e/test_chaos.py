@@ -39,11 +39,12 @@ from kubernetes import client
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import RUN_SECONDS_ANNOTATION, NodeSimulator
+from e2e.test_operator import GPU_CLASS, apply
+from e2e.test_operator import queues as operator_queues
 from e2e.waiting import until
 
 REPO = Path(__file__).resolve().parents[1]
 DRAQ_NS = "draq-system"
-GPU_CLASS = "gpu.nvidia.com"
 LEASE, DEADLINE, RETRY = 5, 3.5, 0.5
 NEXT_ADMISSION_LIMIT = 15.0
 TAKEOVER_SLACK = 2.5  # scheduling delays on a loaded CI machine, and the watcher's sampling
@@ -227,20 +228,10 @@ def with_webhook(port: int) -> tuple[str, ...]:
 
 
 # ----- the cluster --------------------------------------------------------------------------------
-def apply(control_plane: ControlPlane, *objects: dict[str, Any]) -> None:
-    control_plane.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(o) for o in objects))
-
-
 def queues(control_plane: ControlPlane, namespace: str, unique: str, gpus: int) -> str:
     """QuotaUnit and ClusterQueue of `gpus` whole NVIDIA GPUs, LocalQueue `lq`, template `one-gpu`."""
-    unit, cq = f"gpus-{unique}", f"cq-{unique}"
+    cq = operator_queues(control_plane, namespace, unique, gpus)
     apply(control_plane,
-          {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": unit},
-           "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}},
-          {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": cq},
-           "spec": {"quotas": [{"unit": unit, "nominal": gpus}]}},
-          {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
-           "spec": {"clusterQueue": cq}},
           {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
            "metadata": {"name": "one-gpu", "namespace": namespace},
            "spec": {"spec": {"devices": {"requests": [

@@ -44,6 +44,7 @@ from admission.localcluster import rbac
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import NodeSimulator
 from admission.webhook.configurations import WebhookTarget, configurations
+from e2e.test_operator import pod_group
 from e2e.waiting import until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -378,17 +379,6 @@ def workloads(work: str) -> list[dict[str, Any]]:
     return [template("four", 4), template("two", 2), job("train", "four", False), job("held", "two", True),
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lonely", "namespace": work},
              "spec": pod_spec("two", True)}]
-
-
-def pod_group(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        found: dict[str, Any] = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "draq.io", "v1alpha1", namespace, "podgroups", name)
-        return found
-    except client.ApiException as err:
-        if err.status == 404:
-            return None
-        raise
 
 
 def phase(group: dict[str, Any] | None) -> str | None:
