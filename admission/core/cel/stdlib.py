@@ -130,6 +130,8 @@ def _div_double(a: float, b: float) -> float:
 def _mod_int(a: int, b: int) -> int:
     if b == 0:
         raise CelRuntimeError("modulus by zero")
+    if a == INT64_MIN and b == -1:  # as cel-go: the quotient would overflow, so the modulus is an error too
+        raise CelRuntimeError("integer overflow")
     remainder = abs(a) % abs(b)
     return -remainder if a < 0 else remainder
 

@@ -190,3 +190,9 @@ def test_regex_runs_in_linear_time_on_a_catastrophic_pattern() -> None:
 def test_regex_end_of_text() -> None:
     assert compile_expression(r"'ab\n'.matches('b\\z')", {}).evaluate({}) is False
     assert compile_expression(r"'ab'.matches('b\\z')", {}).evaluate({}) is True
+
+
+def test_the_smallest_int_modulo_minus_one_overflows_as_in_cel_go() -> None:
+    """cel-go refuses `math.MinInt64 % -1` (its quotient overflows); found by the differential test."""
+    with pytest.raises(CelRuntimeError, match="integer overflow"):
+        compile_expression("-9223372036854775808 % -1", {}).evaluate({})
