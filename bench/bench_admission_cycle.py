@@ -161,7 +161,7 @@ def bench_large_cycle(groups: int, queues: int, nodes: int, gpus: int, repeat: i
 def outcome(result: CycleResult) -> str:
     reasons = Counter(str(w.reason) for w in result.waiting)
     waiting = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-    gpus = sum(len(a.results) for admit in result.admitted for a in admit.allocations.values())
+    gpus = sum(len(a.results) for admit in result.admitted for a in admit.placement.allocations.values())
     return f"{len(result.admitted)} admitted ({gpus} GPUs), {len(result.waiting)} waiting ({waiting or 'none'})"
 
 

@@ -22,10 +22,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-import signal
 import subprocess
 import sys
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ from admission.localcluster import rbac
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import NodeSimulator
 from admission.webhook.configurations import WebhookTarget, configurations
+from e2e.draq_process import DraqProcess
 from e2e.test_operator import pod_group
 from e2e.waiting import until
 
@@ -283,31 +282,8 @@ def test_every_set_is_accepted_by_the_api_server(control_plane: ControlPlane, he
                               check=False)
 
 
-@dataclass
-class Draq:
+class Draq(DraqProcess):
     """draq run from source as the chart's ServiceAccount."""
-
-    process: subprocess.Popen[bytes]
-    log: Path
-    metrics_port: int
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}{path}", timeout=5) as answer:
-                return answer.status, answer.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
-        except OSError as err:
-            return 0, str(err)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
 
     def refused(self) -> list[str]:
         """draq's requests refused for want of rights. A write into a namespace being deleted (another

@@ -34,6 +34,7 @@ from kubernetes import client
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import NodeSimulator
+from e2e.draq_process import DraqProcess
 from e2e.waiting import until
 from tests.support.dashboards import load_builder
 
@@ -176,26 +177,7 @@ def service_account_kubeconfig(control_plane: ControlPlane, directory: Path) -> 
     return path
 
 
-@dataclass
-class Draq:
-    process: subprocess.Popen[bytes]
-    metrics_port: int
-    log: Path
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}{path}", timeout=5) as answer:
-                return int(answer.status), answer.read().decode()
-        except urllib.error.HTTPError as err:
-            return int(err.code), err.read().decode()
-        except (urllib.error.URLError, OSError) as err:
-            return 0, str(err)
-
-    def log_tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
-
-
-def start_draq(kubeconfig: Path, log: Path) -> Draq:
+def start_draq(kubeconfig: Path, log: Path) -> DraqProcess:
     webhook_port, metrics_port = free_port(), free_port()
     argv = [sys.executable, "-m", "admission.cli.main", "run", "--kubeconfig", str(kubeconfig),
             "--no-leader-election", "--debounce", "0.05", "--webhook-host", "127.0.0.1",
@@ -204,19 +186,10 @@ def start_draq(kubeconfig: Path, log: Path) -> Draq:
     with log.open("wb") as sink:
         process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    draq = Draq(process, metrics_port, log)
+    draq = DraqProcess(process, log, metrics_port)
     until("draq to be ready (/readyz)", lambda: process.poll() is None and draq.get("/readyz")[0] == 200,
           timeout=90)
     return draq
-
-
-def stop_draq(draq: Draq) -> None:
-    if draq.process.poll() is None:
-        draq.process.send_signal(signal.SIGINT)
-        try:
-            draq.process.wait(20)
-        except subprocess.TimeoutExpired:
-            draq.process.kill()
 
 
 # ----- the workload --------------------------------------------------------------------------------------
@@ -293,7 +266,7 @@ def phase(api: Any, namespace: str, group: str) -> str | None:
 
 @dataclass
 class Stack:
-    draq: Draq
+    draq: DraqProcess
     prometheus: Prometheus
     names: Names
     namespace: str
@@ -340,7 +313,7 @@ def stack(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator) -> Iter
         if exporter is not None:
             exporter.stop()
         if draq is not None:
-            stop_draq(draq)
+            draq.stop(signal.SIGINT)
             print(f"\ndraq log tail:\n{draq.log_tail()}")
         control_plane.kubectl("delete", *CONFIGURATIONS, "--ignore-not-found", check=False)
         control_plane.kubectl("delete", "namespace", namespace, outside, "--wait=false", "--ignore-not-found",

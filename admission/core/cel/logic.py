@@ -19,6 +19,8 @@ def disjunction_of(left: Closure, right: Closure) -> Closure:
 def _short_circuit(left: Closure, right: Closure, absorbing: bool, name: str) -> Closure:
     """CEL's commutative `&&` (absorbing False) and `||` (absorbing True): either side's absorbing value
     decides, even when the other side is an error; otherwise both must be booleans."""
+    other = not absorbing
+
     def logic(c: Context) -> object:
         try:
             a = left(c)
@@ -31,8 +33,8 @@ def _short_circuit(left: Closure, right: Closure, absorbing: bool, name: str) ->
         b = right(c)
         if b is absorbing:
             return absorbing
-        if a is (not absorbing) and b is (not absorbing):
-            return not absorbing
+        if a is other and b is other:
+            return other
         return _logic_error(name, a, b)
     return logic
 
