@@ -41,11 +41,11 @@ PUBLIC = {
     ],
     "admission.core.models": [
         "ALL", "AllocatedConfig", "AllocationResult", "AttributeValue", "CLAIM_COUNT", "CapacityRange", "ClaimConfig",
-        "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "Device",
+        "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "DeclaredShape", "Device",
         "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection",
         "DeviceTaint", "DeviceToleration", "EXACT_COUNT", "LabelRequirement", "LabelSelector", "Model", "Namespace",
         "Node", "NodeSelector", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "ObjectRef",
-        "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim",
+        "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim", "Role",
         "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint",
         "Toleration", "apply_taint_rules", "class_devices_resource", "device_class_of", "is_supported",
         "node_name_selector", "parse_label_selector", "parse_object", "parse_objects", "qualified_name", "qualify",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.models import ObjectRef, Pod
+from admission.core.models import DeclaredShape, ObjectRef, Pod
 from admission.core.quota import PodGroup
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -32,6 +32,7 @@ class GroupView:
     pod_group: PodGroup | None = None
     problem: str = ""  # a label a user must fix before the group can be considered
     unreadable: str = ""  # why its PodGroup, which exists, does not parse (its record is unknown)
+    declared: DeclaredShape | None = None  # the members its owner's spec declares, when draq knows the owner
 
     @property
     def key(self) -> str:

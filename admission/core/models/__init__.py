@@ -57,6 +57,7 @@ from admission.core.models.resource_slice import (
     qualified_name,
     qualify,
 )
+from admission.core.models.shape import DeclaredShape, Role
 from admission.core.models.taint import Taint, Toleration
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "Device",
     "DeviceAllocation",
     "DeviceCapacity",
+    "DeclaredShape",
     "DeviceClass",
     "DeviceConstraint",
     "DeviceRequest",
@@ -97,6 +99,7 @@ __all__ = [
     "PodResourceClaim",
     "PodResourceClaimStatus",
     "RequestPolicy",
+    "Role",
     "ResourceClaim",
     "ResourceClaimTemplate",
     "ResourceQuota",
