@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: setup deps controlplane helm demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
+.PHONY: setup deps controlplane helm controllers demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,12 @@ controlplane: $(STAMP) deps
 helm: $(STAMP)
 	$(BIN)/python -m admission.localcluster.helm
 
-setup: controlplane helm
+# The real workload controllers draq integrates with (KubeRay, Kubeflow training operator): built from the
+# Go module proxy, cached with their CRDs in ~/.cache/draq/controllers/<name>/<version>/.
+controllers: $(STAMP)
+	$(BIN)/python -m admission.localcluster.controllers
+
+setup: controlplane helm controllers
 
 demo: setup
 	$(BIN)/draq demo
