@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
-from admission.core.cycle.shape import role_template
+from admission.core.cycle.shape import open_slot_pods
 from admission.core.models import Pod
 from admission.core.nodefit import NodeUsage, PodFit
 from admission.core.quota import Phase
@@ -26,11 +26,8 @@ def promised_pods(groups: Sequence[GroupView], nodes: NodeUsage) -> NodeUsage:
 
 
 def _with_open_slots(nodes: NodeUsage, group: GroupView) -> NodeUsage:
-    assert group.pod_group is not None
-    for slot in group.pod_group.plan.open_slots:
-        template = role_template(group.declared, slot.role)
-        if template is not None and slot.node:
-            nodes = nodes.plus(slot.node, PodFit.of(template).requests)
+    for node, placeholder in open_slot_pods(group):
+        nodes = nodes.plus(node, PodFit.of(placeholder).requests)
     return nodes
 
 

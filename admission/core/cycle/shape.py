@@ -92,6 +92,16 @@ def role_template(shape: DeclaredShape | None, role: str) -> Pod | None:
     return next((r.template for r in shape.roles if r.name == role), None)
 
 
+def open_slot_pods(group: GroupView) -> tuple[tuple[str, Pod], ...]:
+    """An admitted group's open slots as (node, placeholder) pairs: the room they hold. Empty when the group's
+    shape is no longer declared (its template unknown) or for a slot whose role it no longer has."""
+    if group.pod_group is None or group.declared is None:
+        return ()
+    roles = {role.name: role for role in group.declared.roles}
+    return tuple((slot.node, placeholder(roles[slot.role], slot, group.namespace))
+                 for slot in group.pod_group.plan.open_slots if slot.role in roles and slot.node)
+
+
 def take_slots(open_slots: Iterable[Slot], shape: DeclaredShape | None,
                pods: Sequence[Pod]) -> tuple[tuple[tuple[Pod, Slot], ...], tuple[Pod, ...]]:
     """Late members that take an open slot of a role they match (each slot once, lowest index first), and

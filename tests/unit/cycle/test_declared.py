@@ -26,6 +26,7 @@ from admission.core.cycle import (
     unreleased_members,
 )
 from admission.core.cycle.eviction import unbound_members
+from admission.core.cycle.preemption import plan_preemptions
 from admission.core.models import DeclaredShape, ObjectRef, Pod, Role
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import ClusterQueue, Plan, PodGroup, QueueingStrategy, Slot, parse_pod_group
@@ -44,6 +45,7 @@ from tests.unit.cycle.cycle_builders import (
     groups_of,
     member,
 )
+from tests.unit.preemption.scenes import Scene, queue
 
 NOW = "2026-01-01T12:00:00Z"
 WORKER_GPUS = "worker-gpus"
@@ -280,3 +282,20 @@ def test_members_a_declared_group_does_not_have_yet_do_not_hide_it_from_admissio
     ungated = [member("js-0", "js", group_min=2, gated=False)]
     [released] = declared_groups(ungated, [group_record("js", 2)], declared)
     assert not released.pending
+
+
+def test_preemption_makes_room_for_the_whole_declared_shape() -> None:
+    scene = (Scene().nodes(["n0"], gpus=4).cluster_queue(queue("main", 8, within="LowerPriority"))
+             .running("low", "main", [("n0", 4)]))
+    scene.objects.append(gpu_template(WORKER_GPUS, 1))
+    scene.records.append(model(pod_group("js", 2, "lq-main", namespace=NS, priority=10, status={})))
+    cycle = scene.cycle_input()
+    declared = shape(("worker", 2))
+    groups = tuple(dataclasses.replace(g, declared=declared, created=NOW) if g.name == "js" else g
+                   for g in cycle.groups)
+    cycle = dataclasses.replace(cycle, groups=groups)
+    result = run_cycle(cycle)
+    wait = result.decision(f"{NS}/js")
+    assert isinstance(wait, Wait) and wait.reason is WaitReason.DEVICES
+    [preempt] = plan_preemptions(cycle, result).preempts
+    assert preempt.victims == (f"{NS}/low",) and preempt.nodes == ("n0",)
