@@ -33,10 +33,6 @@ class Gang:
     pods: tuple[Pod, ...]
     slots: tuple[tuple[Slot, Pod], ...] = ()
 
-    @property
-    def placeholders(self) -> tuple[Pod, ...]:
-        return tuple(pod for slot, pod in self.slots if slot.open)
-
 
 def gang_of(group: GroupView) -> Gang:
     """The group's members; for a declared shape, with placeholders for the members not created yet."""
