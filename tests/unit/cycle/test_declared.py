@@ -4,6 +4,7 @@ taken by the members that match their role, and charged for the whole shape."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Iterable, Sequence
 
 from admission.core.allocator import Snapshot
@@ -17,9 +18,12 @@ from admission.core.cycle import (
     WaitReason,
     admitted_status,
     cycle_input,
+    extended_status,
     late_members,
     next_phase,
+    overdue,
     plan_status,
+    promised_devices,
     promised_pods,
     rebuild_state,
     run_cycle,
@@ -27,6 +31,7 @@ from admission.core.cycle import (
 )
 from admission.core.cycle.eviction import unbound_members
 from admission.core.cycle.preemption import plan_preemptions
+from admission.core.cycle.shape import matches
 from admission.core.models import DeclaredShape, ObjectRef, Pod, Role
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import ClusterQueue, Plan, PodGroup, QueueingStrategy, Slot, parse_pod_group
@@ -299,3 +304,65 @@ def test_preemption_makes_room_for_the_whole_declared_shape() -> None:
     assert isinstance(wait, Wait) and wait.reason is WaitReason.DEVICES
     [preempt] = plan_preemptions(cycle, result).preempts
     assert preempt.victims == (f"{NS}/low",) and preempt.nodes == ("n0",)
+
+
+def test_a_taken_slot_is_not_given_again_in_a_later_cycle() -> None:
+    declared = shape(("worker", 4))
+    admit = admit_shape(cluster(), declared)
+    first = [*cluster(), worker("js-w-0")]
+    grown = run(first, declared_groups(first, [admitted_record(admit, declared)], declared),
+                [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(grown, Extend)
+    record = model(pod_group("js", 4, "lq", namespace=NS, status={
+        **admitted_status(admit, 1, NOW), **extended_status(grown, 1, admit.borrowed)}))
+    later = [*cluster(), worker("js-w-0", gated=False), worker("js-w-1")]
+    groups = declared_groups(later, [record], declared)
+    assert [p.name for p in late_members(groups[0])] == ["js-w-1"]
+    again = run(later, groups, [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(again, Extend) and again.joined == (f"{NS}/js-w-1",)
+    assert [(s.name, s.pod) for s in again.plan.slots] == [("worker#0", "js-w-0"), ("worker#1", "js-w-1"),
+                                                         ("worker#2", ""), ("worker#3", "")]
+
+
+def test_a_member_in_its_slot_keeps_the_slots_devices_promised() -> None:
+    declared = shape(("worker", 2))
+    admit = admit_shape(cluster(1), declared)
+    objects = [*cluster(1), worker("js-w-0")]
+    [group] = declared_groups(objects, [admitted_record(admit, declared)], declared)
+    snapshot = Snapshot.from_models(models(GPU_CLASS, *objects))
+    assert len(promised_devices((group,), snapshot.claims)) == 2
+    grown = run(objects, (group,), [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(grown, Extend)
+    record = model(pod_group("js", 2, "lq", namespace=NS, status={
+        **admitted_status(admit, 1, NOW), **extended_status(grown, 1, admit.borrowed)}))
+    [joined] = declared_groups(objects, [record], declared)
+    assert sorted(promised_devices((joined,), snapshot.claims), key=str) == \
+        sorted(promised_devices((group,), snapshot.claims), key=str)
+
+
+def test_members_that_take_slots_go_even_when_others_must_wait() -> None:
+    declared = shape(("worker", 8))
+    admit = admit_shape(cluster(), declared)
+    objects = [*cluster(), gpu_template("big", 2), worker("js-w-0"), worker("js-odd", gpus_template="big")]
+    groups = declared_groups(objects, [admitted_record(admit, declared)], declared)
+    grown = run(objects, groups, [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(grown, Extend) and grown.joined == (f"{NS}/js-w-0",)
+    assert list(grown.placement.nodes) == [f"{NS}/js-w-0"]
+
+
+def test_an_unfilled_shape_is_evicted_at_the_bind_timeout() -> None:
+    declared = shape(("worker", 2))
+    [group] = declared_groups([], [admitted_record(admit_shape(cluster(1), declared), declared)], declared)
+    [evict] = overdue((group,), {"main": gpu_queue("main", 16)}, dt.datetime(2026, 1, 1, 13, tzinfo=dt.UTC))
+    assert "worker#0, worker#1 not bound" in evict.message
+
+
+def test_what_a_member_must_share_with_its_role_template() -> None:
+    template = template_pod()
+    same: Pod = model(worker("any-name"))
+    assert matches(same, template)  # name, labels, gates do not count
+    other_cpu: Pod = model(pod("x", NS, templates={"gpu": WORKER_GPUS}, requests={"cpu": "2"}))
+    other_claim: Pod = model(pod("x", NS, templates={"gpu": "big"}, requests={"cpu": "1"}))
+    elsewhere: Pod = model(pod("x", NS, templates={"gpu": WORKER_GPUS}, requests={"cpu": "1"},
+                               node_selector={"zone": "b"}))
+    assert not any(matches(p, template) for p in (other_cpu, other_claim, elsewhere))
