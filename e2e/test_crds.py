@@ -3,12 +3,15 @@ with messages that say what is wrong."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from admission.core.cycle import plan_status
+from admission.core.quota import Plan, PlannedClaim, Slot, parse_pod_group
 from admission.localcluster.controlplane import ControlPlane
 
 pytestmark = pytest.mark.e2e
@@ -70,6 +73,17 @@ def test_status_subresource_feeds_the_usage_column(crds: ControlPlane, unique: s
     # A write to the main resource does not touch status.
     crds.kubectl("patch", "clusterqueue", name, "--type=merge", "-p", '{"status": {"summary": "x"}}')
     assert crds.kubectl("get", "cq", name, "-o", "jsonpath={.status.summary}").stdout == "gpus 12/16"
+
+
+def test_a_plan_with_slots_is_kept_whole_by_the_status_subresource(crds: ControlPlane, unique: str) -> None:
+    name = f"slots-{unique}"
+    assert apply(crds, obj("PodGroup", name, {"minMember": 2, "queue": "lq"}, "default"))[0] == 0
+    plan = Plan((("lead", "node-0"),), (PlannedClaim("worker#0/gpu", (("gpus", "gpu.example.com/node-1/gpu-0"),)),),
+                (Slot("leader", 0, "node-0", "lead"), Slot("worker", 0, "node-1")))
+    body = json.dumps({"status": {"phase": "Admitted", "plan": plan_status(plan)}})
+    crds.kubectl("patch", "podgroup", name, "-n", "default", "--subresource=status", "--type=merge", "-p", body)
+    stored = json.loads(crds.kubectl("get", "podgroup", name, "-n", "default", "-o", "json").stdout)
+    assert parse_pod_group(stored).plan == plan
 
 
 INVALID = [

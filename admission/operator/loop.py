@@ -309,6 +309,8 @@ class Operator:
         written = await self.writer.pod_group_status(group.namespace, group.name,
                                                      extended_status(grown, len(group.pods), borrowed), version)
         self._said.pop(f"late {group.key}", None)
+        if grown.plan.slots:  # admitted from its declared shape, maybe before any member (and its Workload) existed
+            await self._ensure_native_gang(reading, group)
         for pod in group.gated:
             if pod.key in grown.placement.nodes:
                 await self.writer.ungate(pod.namespace, pod.name, reading.pod_manifest(pod.namespace, pod.name),

@@ -27,3 +27,18 @@ def test_the_admission_cycle_benchmarks_run(admission_cycle: object, capsys: pyt
     printed = capsys.readouterr().out
     assert printed.count("run_cycle") == 2 and printed.count("charge_group") == 2
     assert "admitted" in printed
+
+
+@pytest.fixture()
+def declared_shapes(monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("bench_declared_shapes", None)
+    return importlib.import_module("bench_declared_shapes")
+
+
+def test_the_declared_shape_benchmark_runs(declared_shapes: object, capsys: pytest.CaptureFixture[str]) -> None:
+    declared_shapes.bench_shapes(4, 4, 8, 2, 1, declared=True)  # type: ignore[attr-defined]
+    declared_shapes.bench_shapes(4, 4, 8, 2, 1, declared=False)  # type: ignore[attr-defined]
+    declared, created = capsys.readouterr().out.splitlines()
+    assert "2 admitted (32 GPUs)" in declared and "16 slots reserved" in declared
+    assert "2 admitted (32 GPUs)" in created and "0 slots reserved" in created

@@ -31,7 +31,7 @@ PUBLIC = {
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
         "Inventory", "LocalQueue", "NONE", "Phase", "Placement", "Plan", "PlannedClaim", "PodGroup", "QueueQuota",
-        "QueueState", "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "SelectionFilter",
+        "QueueState", "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "SelectionFilter", "Slot",
         "Unchargeable", "UnitStatus", "Unreadable", "charge_group", "charge_status", "cluster_queue_active",
         "cluster_queue_status", "compile_unit", "device_selected", "device_value", "extended_claim_id",
         "extended_claims", "extended_resource_claim_spec", "extended_resource_class", "format_amount",

@@ -5,7 +5,8 @@ units, the queue accounting rebuilt from groups admitted before, devices promise
 admitted-but-unbound groups); the output is one decision per pending group. Groups are taken by
 priority, then in creation order within a ClusterQueue, alternating between ClusterQueues at equal
 priority. Each admitted group's devices, node resources and charge are taken before the next group
-is considered; a group is admitted whole or not at all.
+is considered; a group is admitted whole or not at all. A group with a declared shape is admitted whole
+too, its members not created yet standing in as placeholders (`cycle.shape`).
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ from admission.core.allocator import (
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import extend, late_members
+from admission.core.cycle.never import ROOM_REASONS, never_fits
 from admission.core.cycle.nodes import promised_pods, with_pods
-from admission.core.cycle.plans import recorded_plan
+from admission.core.cycle.plans import shaped_plan
+from admission.core.cycle.shape import Gang, gang_of
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.cycle.types import Admit, CycleInput, CycleResult, Extend, GroupDecision, Wait, WaitReason
 from admission.core.errors import DraqError
-from admission.core.models import ObjectRef, ResourceClaim
+from admission.core.models import ObjectRef, Pod, ResourceClaim
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     ChargeResult,
@@ -57,7 +60,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     state = cycle.state
     decisions: list[GroupDecision] = []
     pending = [g for g in cycle.groups if g.pending]
-    early = [_precheck(g, cycle) for g in pending]
+    gangs = {g.key: gang_of(g) for g in pending}
+    early = [_precheck(g, gangs[g.key], cycle) for g in pending]
     decisions.extend(w for w in early if w is not None)
     ready = [g for g, w in zip(pending, early, strict=True) if w is None]
     # Late members of admitted groups go first: their group already runs.
@@ -71,7 +75,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             state = state.recharge(group.key, grown.charge)
             for allocation in grown.placement.allocations.values():
                 usage.add(allocation, cycle.gates)
-            nodes = with_pods(nodes, late, grown.placement.nodes)
+            nodes = with_pods(nodes, [p for p in late if p.key not in grown.joined], grown.placement.nodes)
     blocked: dict[str, str] = {}
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
@@ -83,15 +87,18 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   cluster_queue))
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
-        decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps,
+        gang = gangs[group.key]
+        decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
                            unfit.at(usage, nodes), extended)
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
             for allocation in decision.placement.allocations.values():
                 usage.add(allocation, cycle.gates)
-            nodes = with_pods(nodes, group.pods, decision.placement.nodes)
+            nodes = with_pods(nodes, gang.pods, decision.placement.nodes)
             unfit.admitted(allocator, usage, decision.placement.nodes.values())
+        elif decision.reason is WaitReason.NEVER_FITS:
+            continue  # it would block its queue for good
         elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
             blocked[cluster_queue] = group.key
     return CycleResult(tuple(decisions), state, usage, steps.totals())
@@ -122,7 +129,7 @@ class _Unfit:
 
 
 # ----- before ordering ------------------------------------------------------------------------------
-def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
+def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
     if group.unreadable:
         return Wait(group.key, WaitReason.UNREADABLE, f"{group.unreadable}; whether the group is admitted "
                     "cannot be told, so it is not considered until its PodGroup is fixed")
@@ -142,14 +149,22 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
         return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
                     f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
                     local.cluster_queue)
-    unsupported = _unsupported_constraint(group) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
+    unsupported = _unsupported_constraint(gang.pods) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
     if unsupported:
         return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
-    present = len(group.pods)
-    if present < group.min_member:
-        return Wait(group.key, WaitReason.INCOMPLETE, f"{present} of {group.min_member} members exist; "
-                    "waiting for the rest", local.cluster_queue)
-    return None
+    return _incomplete(group, gang, local.cluster_queue)
+
+
+def _incomplete(group: GroupView, gang: Gang, queue: str) -> Wait | None:
+    """Fewer members than the minimum: existing ones, plus the declared ones not created yet."""
+    if len(gang.pods) >= group.min_member:
+        return None
+    if gang.slots:
+        return Wait(group.key, WaitReason.INCOMPLETE, f"its declared shape has {len(gang.slots)} members "
+                    f"({len(group.pods)} exist), fewer than its minimum {group.min_member}; waiting for more "
+                    "members, or lower the PodGroup's spec.minMember", queue)
+    return Wait(group.key, WaitReason.INCOMPLETE, f"{len(group.pods)} of {group.min_member} members exist; "
+                "waiting for the rest", queue)
 
 
 def _unusable_queue(group: GroupView, local: LocalQueue | None, cycle: CycleInput) -> Wait | None:
@@ -191,10 +206,10 @@ def _unusable_units(group: GroupView, queue: str, cycle: CycleInput) -> Wait | N
     return None
 
 
-def _unsupported_constraint(group: GroupView) -> str:
+def _unsupported_constraint(pods: Sequence[Pod]) -> str:
     """Required inter-pod constraints decide where a pod may go by where other pods are; draq does not
     evaluate them, so it cannot promise the scheduler binds the whole group, and does not admit it."""
-    for pod in group.pods:
+    for pod in pods:
         kinds = [kind for count, kind in (
             (pod.required_pod_affinity, "required pod affinity"),
             (pod.required_pod_anti_affinity, "required pod anti-affinity"),
@@ -249,15 +264,26 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
 
 
 # ----- one group ------------------------------------------------------------------------------------
-def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
-            inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
+def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, usage: Usage,
+            nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
             known: KnownUnfit | None = None,
-            extended: Mapping[tuple[str, str], ResourceClaim] | None = None) -> GroupDecision:
+            extended: Mapping[tuple[str, str], ResourceClaim] | None = None) -> Admit | Wait:
+    decision = _try(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps, known, extended)
+    if gang.slots and isinstance(decision, Wait) and decision.reason in ROOM_REASONS:
+        never = never_fits(group.key, gang.pods, local.cluster_queue, allocator, inventory, cycle)
+        if never is not None:
+            return never
+    return decision
+
+
+def _try(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
+         inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer, known: KnownUnfit | None,
+         extended: Mapping[tuple[str, str], ResourceClaim] | None) -> Admit | Wait:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
-    objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates, extended)
+    objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates, extended)
     try:
-        members = members_for(group.pods, snapshot.claims, snapshot.templates)
+        members = members_for(gang.pods, snapshot.claims, snapshot.templates)
     except DraqError as err:
         return Wait(group.key, WaitReason.DEVICES, str(err), queue)
     with steps.step(ALLOCATOR):
@@ -280,7 +306,7 @@ def _decide(group: GroupView, local: LocalQueue, allocator: Allocator, usage: Us
     if placement is None:
         return _unplaced(group, placed, queue)
     return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
-                 recorded_plan(group.pods, placed.placements, placed.allocations), placement,
+                 shaped_plan(gang.pods, gang.slots, placed.placements, placed.allocations), placement,
                  tuple(f"{line.source}: {line.amounts.describe()}" for line in charged.lines if line.amounts))
 
 

@@ -33,12 +33,14 @@ class Evict:
 
 
 def unbound_members(group: GroupView) -> tuple[str, ...]:
-    """Planned members (or, without a plan, present members) that are not bound to a node."""
+    """Planned members (or, without a plan, present members) that are not bound to a node, and the open
+    slots of a declared shape (members not created yet, named `<role>#<index>`)."""
     if group.pod_group is None:
         return ()
-    planned = [name for name, _ in group.pod_group.plan.nodes] or [p.name for p in group.pods]
+    plan = group.pod_group.plan
+    planned = [name for name, _ in plan.nodes] or ([] if plan.slots else [p.name for p in group.pods])
     bound = {p.name for p in group.pods if p.node_name}
-    return tuple(sorted(name for name in planned if name not in bound))
+    return tuple(sorted(name for name in planned if name not in bound)) + tuple(s.name for s in plan.open_slots)
 
 
 def overdue(groups: Iterable[GroupView], queues: Mapping[str, ClusterQueue], now: dt.datetime,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
 from admission.core.models import DeclaredShape, ObjectRef, Pod
-from admission.core.quota import PodGroup
+from admission.core.quota import Phase, PodGroup
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -53,8 +53,12 @@ class GroupView:
 
     @property
     def pending(self) -> bool:
-        """Waiting for admission: not admitted, and has gated members."""
-        return not self.holds_quota and bool(self.gated)
+        """Waiting for admission: not admitted, and has gated members; or, with a declared shape, has no
+        members yet and has not finished (it can be admitted before they exist)."""
+        if self.holds_quota:
+            return False
+        finished = self.pod_group is not None and self.pod_group.phase is Phase.FINISHED
+        return bool(self.gated) or (self.declared is not None and not self.pods and not finished)
 
 
 def is_managed(pod: Pod) -> bool:

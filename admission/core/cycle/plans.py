@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from admission.core.models import AllocationResult, DeviceAllocation, Pod, ResourceClaim
-from admission.core.quota import Plan, PlannedClaim
+from admission.core.quota import Plan, PlannedClaim, Slot
 
 
 def claim_name(pod: Pod, entry_name: str, real_name: str | None) -> str:
@@ -60,3 +61,34 @@ def _real_claim_name(recorded: str, pods: Mapping[str, Pod]) -> str | None:
     if pod is None:
         return None
     return next((s.resource_claim_name for s in pod.resource_claim_statuses if s.name == entry), None)
+
+
+def shaped_plan(pods: Sequence[Pod], slots: Sequence[tuple[Slot, Pod]], placements: Mapping[str, str],
+                allocations: Mapping[str, AllocationResult]) -> Plan:
+    """The plan of a gang admitted from its declared shape: the existing members' nodes, every claim (a
+    placeholder's under its slot's name), and each slot with the node it was given."""
+    plan = recorded_plan(pods, placements, allocations)
+    if not slots:
+        return plan
+    open_names = {pod.name for slot, pod in slots if slot.open}
+    nodes = tuple((name, node) for name, node in plan.nodes if name not in open_names)
+    placed = tuple(dataclasses.replace(slot, node=placements[pod.key]) for slot, pod in slots)
+    return Plan(nodes, plan.claims, placed)
+
+
+def filled(plan: Plan, taken: Sequence[tuple[Pod, Slot]]) -> Plan:
+    """`plan` with members in the slots they took: each listed on its slot's node, named in its slot, and
+    given its slot's planned claims under its own claim names."""
+    if not taken:
+        return plan
+    by_slot = {slot.name: pod for pod, slot in taken}
+    slots = tuple(dataclasses.replace(s, pod=by_slot[s.name].name) if s.name in by_slot else s for s in plan.slots)
+    claims = tuple(_renamed(claim, by_slot) for claim in plan.claims)
+    nodes = plan.nodes + tuple((pod.name, slot.node) for pod, slot in taken)
+    return Plan(nodes, claims, slots)
+
+
+def _renamed(claim: PlannedClaim, by_slot: Mapping[str, Pod]) -> PlannedClaim:
+    owner, sep, entry = claim.name.partition("/")
+    pod = by_slot.get(owner) if sep else None
+    return claim if pod is None else dataclasses.replace(claim, name=pod.pending_claim_name(entry))

@@ -35,10 +35,13 @@ def next_phase(group: GroupView) -> Phase | None:
     """The phase an admitted group moves to now, or None when it stays.
 
     Admitted -> Running once every planned member is bound to a node; Admitted or Running ->
-    Finished once every member has succeeded or failed (or all are gone).
+    Finished once every member has succeeded or failed (or all are gone). A group with open slots (declared
+    members not created yet) stays Admitted: their room stays held until they come or the bind timeout ends it.
     """
     pod_group = group.pod_group
     if pod_group is None or not pod_group.holds_quota:
+        return None
+    if pod_group.plan.open_slots:
         return None
     if not group.pods or all(p.phase in TERMINAL_PHASES for p in group.pods):
         return Phase.FINISHED
@@ -82,7 +85,8 @@ def unreleased_members(group: GroupView) -> tuple[str, ...]:
     if pod_group is None or not pod_group.holds_quota:
         return ()
     planned = {name for name, _ in pod_group.plan.nodes}
-    return tuple(p.name for p in group.gated if not planned or p.name in planned)
+    unplanned = not planned and not pod_group.plan.slots  # a record from before plans: all members go
+    return tuple(p.name for p in group.gated if unplanned or p.name in planned)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Any
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.progress import ChargeCorrection
 from admission.core.cycle.types import Admit, Extend, LateWait, Wait, WaitReason
-from admission.core.quota import Amounts, Phase, Plan, charge_status
+from admission.core.quota import Amounts, Phase, Plan, Slot, charge_status
 
 ADMITTED_CONDITION = "Admitted"
 
@@ -22,9 +22,19 @@ def condition(kind: str, status: bool, reason: str, message: str, now: str) -> d
 
 
 def plan_status(plan: Plan) -> dict[str, Any]:
+    """`status.plan`. `slots` is always written (empty without a declared shape): the status is merged, and
+    a plan written without it would keep the slots of an earlier one."""
     return {"pods": [{"name": name, "node": node} for name, node in plan.nodes],
             "claims": [{"name": c.name, "devices": [{"request": r, "device": d} for r, d in c.devices]}
-                       for c in plan.claims]}
+                       for c in plan.claims],
+            "slots": [_slot_status(slot) for slot in plan.slots]}
+
+
+def _slot_status(slot: Slot) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": slot.role, "index": slot.index, "node": slot.node}
+    if slot.pod:
+        entry["pod"] = slot.pod
+    return entry
 
 
 def admitted_status(admit: Admit, members: int, now: str) -> dict[str, Any]:
@@ -57,9 +67,12 @@ class GroupEvent:
 
 
 def admitted_event(admit: Admit) -> str:
-    """The Event text of an admission: where, what it was charged, and where each member goes."""
-    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in admit.placement.nodes.items())
-    return f"admitted to ClusterQueue {admit.cluster_queue}, charged {admit.charge.describe()}; placed {placed}"
+    """The Event text of an admission: where, what it was charged, where each member goes, and the room
+    reserved for the declared members not created yet."""
+    text = f"admitted to ClusterQueue {admit.cluster_queue}, charged {admit.charge.describe()}"
+    placed = ", ".join(f"{name} on {node}" for name, node in admit.plan.nodes)
+    reserved = ", ".join(f"{slot.name} on {slot.node}" for slot in admit.plan.open_slots)
+    return text + (f"; placed {placed}" if placed else "") + (f"; reserved {reserved}" if reserved else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +115,8 @@ def extended_status(grown: Extend, members: int, borrowed: Amounts) -> dict[str,
 
 
 def late_admitted_event(grown: Extend) -> str:
-    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" for pod, node in grown.placement.nodes.items())
+    placed = ", ".join(f"{pod.split('/')[-1]} on {node}" + (" (its reserved slot)" if pod in grown.joined else "")
+                       for pod, node in grown.placement.nodes.items())
     return f"late member(s) admitted into the group, charged {grown.added.describe()} more; placed {placed}"
 
 

@@ -36,6 +36,8 @@ class WaitReason(StrEnum):
     UNIT_INVALID = "QuotaUnitInvalid"  # its queue quotes a unit that does not compile or fails on a device
     USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
     UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
+    # its declared shape fits neither the empty cluster nor its ClusterQueue's limits: waiting cannot help
+    NEVER_FITS = "NeverAdmissible"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,10 @@ class Extend:
     charge: Amounts  # the group's whole charge, late members included
     added: Amounts
     plan: Plan  # the recorded plan with the late members added
-    placement: Placement  # the late members' nodes and devices
+    placement: Placement  # the late members' nodes, and the devices of those placed afresh
+    # Keys of the late members that took a reserved slot: their node room and devices were held (and
+    # charged) since admission, so they add nothing to the cycle's usage.
+    joined: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

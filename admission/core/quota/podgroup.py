@@ -28,10 +28,38 @@ class PlannedClaim:
     devices: tuple[tuple[str, str], ...] = ()
 
 
+SLOT_SEPARATOR = "#"  # cannot occur in a pod's name, so a slot's name never collides with a member's
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A member of a declared shape, reserved by the plan: its role, its index in the role, and its node.
+    `pod` names the member that took it; an open slot (no pod yet) still holds its node room and devices."""
+
+    role: str
+    index: int
+    node: str
+    pod: str = ""
+
+    @property
+    def name(self) -> str:
+        """`<role>#<index>`: the slot's name in plans, and the prefix of its claims' names there."""
+        return f"{self.role}{SLOT_SEPARATOR}{self.index}"
+
+    @property
+    def open(self) -> bool:
+        return not self.pod
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     nodes: tuple[tuple[str, str], ...] = ()  # pod name -> node
     claims: tuple[PlannedClaim, ...] = ()
+    slots: tuple[Slot, ...] = ()  # the declared members, when the group was admitted from its declared shape
+
+    @property
+    def open_slots(self) -> tuple[Slot, ...]:
+        return tuple(slot for slot in self.slots if slot.open)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +110,14 @@ def parse_pod_group(manifest: Mapping[str, Any], default_namespace: str = "defau
                                 tuple((d.str("request", required=True), d.str("device", required=True))
                                       for d in c.maps("devices")))
                    for c in plan.maps("claims"))
+    slots = tuple(Slot(s.str("role", required=True), s.int("index", required=True), s.str("node"), s.str("pod"))
+                  for s in plan.maps("slots"))
     return PodGroup(
         namespace=meta.str("namespace") or default_namespace, name=meta.str("name", required=True),
         min_member=min_member, queue=spec.str("queue", required=True), priority=spec.int("priority"),
         phase=Phase(phase), charge=Amounts.of(charge), borrowed=Amounts.of(borrowed),
         cluster_queue=status.str("clusterQueue"), admitted_at=status.str("admittedAt"),
-        plan=Plan(nodes, claims), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),
+        plan=Plan(nodes, claims, slots), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),
         suspended_jobs=status.str_list("suspendedJobs"))
 
 

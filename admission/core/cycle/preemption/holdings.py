@@ -13,6 +13,7 @@ from fractions import Fraction
 from admission.core.allocator import Usage
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import promised_allocations
+from admission.core.cycle.shape import open_slot_pods
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, Pod, ResourceClaim, qualified_name
@@ -68,6 +69,7 @@ def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
                 claim = claims.get(f"{pod.namespace}/{name}") if name else None
                 if claim is not None and claim.allocation is not None:
                     allocations[claim.key] = claim.allocation
+        pods.extend(open_slot_pods(group))
         # As the cycle's promised devices: the planned claims not allocated yet, of groups not running yet.
         promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace) \
             if pod_group.phase is Phase.ADMITTED else ()

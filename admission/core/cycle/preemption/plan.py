@@ -22,6 +22,7 @@ from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.nodes import promised_pods, with_pods
 from admission.core.cycle.preemption.holdings import holdings
 from admission.core.cycle.preemption.search import NoVictims, Preemptor, SearchInput, Victims, candidates, find_victims
+from admission.core.cycle.shape import gang_of
 from admission.core.cycle.status import ADMITTED_CONDITION, condition
 from admission.core.cycle.timing import format_time
 from admission.core.cycle.types import CycleInput, CycleResult, Preempt, Preemptions, Wait, WaitReason
@@ -57,11 +58,12 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
         group = groups[wait.group]
         preemptor = Preemptor(group.key, wait.cluster_queue, group.priority)
         allowed = [h for h in candidates(preemptor, held, state, cycle.now) if h.group not in taken]
+        gang = gang_of(group)
         try:
-            members = members_for(group.pods, snapshot.claims, snapshot.templates)
+            members = members_for(gang.pods, snapshot.claims, snapshot.templates)
         except DraqError:
             continue
-        objects = GroupObjects(group.pods, snapshot.claims, snapshot.templates)
+        objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates)
 
         def charge(plan: Placement, objects: GroupObjects = objects) -> Any:
             return charge_group(objects, cycle.units, inventory, cycle.matches, plan)
@@ -100,7 +102,7 @@ def nodes_after(cycle: CycleInput, result: CycleResult) -> NodeUsage:
     nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
     groups = {g.key: g for g in cycle.groups}
     for admit in result.admitted:
-        nodes = with_pods(nodes, groups[admit.group].pods, admit.placement.nodes)
+        nodes = with_pods(nodes, gang_of(groups[admit.group]).pods, admit.placement.nodes)
     return nodes
 
 
