@@ -64,6 +64,9 @@ def test_the_non_default_sets_of_the_chart_tests_pass() -> None:
     ({"metrics.serviceMonitor.interval": "soon"}, "does not match"),
     ({"replicas": 3}, "Additional properties are not allowed"),
     ({"webhook.configurations": "chart"}, "'cert-manager' was expected"),
+    ({"admissionPolicies.validationActions": ["Deny", "Warn"]}, "should not be valid under"),
+    ({"admissionPolicies.validationActions": ["Block"]}, "is not one of"),
+    ({"admissionPolicies.validationActions": []}, "should be non-empty"),
 ])
 def test_mistakes_are_refused(changes: dict[str, Any], complaint: str) -> None:
     found = problems(with_values(**changes))
