@@ -224,8 +224,11 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
         states.pop()
         cursors.pop()
     final = states[-1]
-    order_problem = affinity_order_problem(search.index, members, final.placements, root.nodes) or \
-        _order_dependence(search, members, final, base)
+    affinity_problem = affinity_order_problem(search.index, members, final.placements, root.nodes)
+    if affinity_problem is not None:
+        return GangPlacement(False, dict(final.placements), dict(final.allocations), affinity_problem,
+                             unschedulable=True)
+    order_problem = _order_dependence(search, members, final, base)
     if order_problem is not None:
         return GangPlacement(False, dict(final.placements), dict(final.allocations), order_problem)
     return GangPlacement(True, dict(final.placements), dict(final.allocations))

@@ -131,7 +131,7 @@ def test_a_member_affine_only_to_a_later_member_waits_since_the_scheduler_may_bi
                        affinity=_required("podAffinity", {"matchLabels": {"role": "leader"}}))
     waiting = cycle([*sized_node("node-a"), gpu_template("g-gpus", 1), leader, worker],
                     [gpu_queue("main", 8)]).decision(f"{NS}/g")
-    assert isinstance(waiting, Wait)
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
     assert "its required pod affinity is met only by other members of its group" in waiting.message
 
 
