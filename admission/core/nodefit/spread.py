@@ -9,7 +9,8 @@ count is the pods on its eligible nodes in the pod's own namespace that the cons
 `labelSelector` matches (nil: none). The pod fits a node when the node has every topology key and,
 for every constraint, the node's domain count, plus one when the pod matches the selector itself,
 minus the smallest count over all domains is at most `maxSkew`; when there are fewer domains than
-`minDomains`, the smallest count is taken as zero.
+`minDomains`, the smallest count is taken as zero. Constraints are looked at in their order, the
+first one that fails (the node lacks its key, or the skew is too large) gives the reason.
 """
 
 from __future__ import annotations
@@ -92,9 +93,9 @@ def spread_counts(pod: SpreadPod, nodes: Iterable[tuple[str, Mapping[str, str], 
 
 def spread_reason(pod: SpreadPod, counts: SpreadCounts, labels: Mapping[str, str]) -> str | None:
     """Why PodTopologySpread rejects the pod on a node with `labels` (None: it passes)."""
-    if any(c.topology_key not in labels for c in pod.constraints):
-        return SPREAD_LABEL_MISSING
     for constraint, domains in zip(pod.constraints, counts.domains, strict=True):
+        if constraint.topology_key not in labels:
+            return SPREAD_LABEL_MISSING
         selector = constraint.label_selector
         itself = 1 if selector is not None and selector.matches(pod.labels) else 0
         smallest = 0 if len(domains) < constraint.min_domains or not domains else min(domains.values())
