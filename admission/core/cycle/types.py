@@ -27,7 +27,7 @@ class WaitReason(StrEnum):
     QUOTA = "QuotaExceeded"
     DEVICES = "DevicesUnavailable"
     NODES = "NodesUnavailable"  # a pod passes the scheduler's node filters (resources, taints, affinity) nowhere
-    UNSUPPORTED = "UnsupportedConstraint"  # a constraint draq cannot check (pod affinity by namespaceSelector)
+    UNSUPPORTED = "UnsupportedConstraint"  # pod affinity by namespaceSelector; a claim shared in a native gang
     UNCHARGEABLE = "Unchargeable"
     BLOCKED = "BlockedByStrictFIFO"
     NO_UNIT = "QuotaUnitMissing"
