@@ -16,7 +16,6 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 
 from admission.core.allocator.api import Allocator, Outcome, Status
 from admission.core.allocator.binding_order import affinity_order_problem
@@ -414,12 +413,11 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
     # there before looking at any device (it says when: `fails_on_full_nodes`).
     full: frozenset[str] = frozenset()
     asked = search.dra_extended  # whether `full` is settled (asked once the claims were checked)
-    # Not added to `unfit`: more pods placed may meet a pod affinity term.
-    kept_out = search.index.interpod_rejected(member.fit, state.nodes, islice(candidates, start, None)) \
-        if member.fit is not None else {}
+    # What it rejects is not added to `unfit`: more pods placed may meet a pod affinity term.
+    interpod = search.index.interpod_check(member.fit, state.nodes) if member.fit is not None else None
     for position in range(start, len(candidates)):
         node = candidates[position]
-        if (shape, node) in state.unfit or node in kept_out:
+        if (shape, node) in state.unfit:
             continue
         if not asked and last is not None:
             asked = True
@@ -433,6 +431,8 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
         reasons, extended = _node_check(search, member, node, state.nodes)
         if reasons:
             state.unfit.add((shape, node))
+            continue
+        if interpod is not None and interpod(node) is not None:
             continue
         outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
         if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:

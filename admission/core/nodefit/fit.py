@@ -39,7 +39,7 @@ from admission.core.nodefit.requests import (
     pod_requests,
     scheduler_amounts,
 )
-from admission.core.nodefit.spread import SpreadCounts, SpreadPod, spread_counts, spread_reason
+from admission.core.nodefit.spread import SpreadCounts, SpreadPod, smallest_counts, spread_counts, spread_reason
 from admission.core.nodefit.taints import FILTERED_EFFECTS, tolerates_unschedulable, untolerated_taint
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -420,19 +420,28 @@ class NodeFitIndex:
                 spread.add(spread_pod, other, labels)
         return counts, spread
 
-    def interpod_rejected(self, pod: PodFit, usage: NodeUsage, nodes: Iterable[str]) -> dict[str, str]:
-        """Of `nodes`, those where PodTopologySpread or InterPodAffinity reject the pod next to the bound
-        pods and the pods planned in `usage`, with the reason (the bound pods' own anti-affinity is
-        `anti_affinity_rejected`'s)."""
+    def interpod_check(self, pod: PodFit, usage: NodeUsage) -> Callable[[str], str | None] | None:
+        """Why PodTopologySpread or InterPodAffinity reject the pod on a node (by name; None: they pass),
+        next to the bound pods and the pods planned in `usage`; None when neither can (the pod has no
+        such constraint and no planned pod has anti-affinity). The bound pods' own anti-affinity is
+        `anti_affinity_rejected`'s."""
         if not pod.constrained and not usage.placed_anti_affinity:
-            return {}
+            return None
         terms, spread_pod = pod.affinity(), pod.spread()
         counts, spread = self.interpod_counts(pod, usage)
-        rejected = {}
-        for name in nodes:
-            labels = self.nodes[name].labels
-            reason = spread_reason(spread_pod, spread, labels) if spread is not None else None
-            reason = reason or interpod_reason(terms, counts, labels)
-            if reason is not None:
-                rejected[name] = reason
-        return rejected
+        smallest = smallest_counts(spread_pod, spread) if spread is not None else None
+        nodes = self.nodes
+
+        def reason(name: str) -> str | None:
+            labels = nodes[name].labels
+            found = spread_reason(spread_pod, spread, labels, smallest) if spread is not None else None
+            return found or interpod_reason(terms, counts, labels)
+
+        return reason
+
+    def interpod_rejected(self, pod: PodFit, usage: NodeUsage, nodes: Iterable[str]) -> dict[str, str]:
+        """Of `nodes`, those `interpod_check` rejects the pod on, with the reason."""
+        check = self.interpod_check(pod, usage)
+        if check is None:
+            return {}
+        return {name: found for name in nodes if (found := check(name)) is not None}

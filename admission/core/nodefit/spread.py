@@ -91,14 +91,24 @@ def spread_counts(pod: SpreadPod, nodes: Iterable[tuple[str, Mapping[str, str], 
     return counts
 
 
-def spread_reason(pod: SpreadPod, counts: SpreadCounts, labels: Mapping[str, str]) -> str | None:
-    """Why PodTopologySpread rejects the pod on a node with `labels` (None: it passes)."""
-    for constraint, domains in zip(pod.constraints, counts.domains, strict=True):
+def smallest_counts(pod: SpreadPod, counts: SpreadCounts) -> list[int]:
+    """Per constraint, the smallest domain count the skew is taken from (0 with fewer domains than
+    `minDomains`)."""
+    return [0 if len(domains) < constraint.min_domains or not domains else min(domains.values())
+            for constraint, domains in zip(pod.constraints, counts.domains, strict=True)]
+
+
+def spread_reason(pod: SpreadPod, counts: SpreadCounts, labels: Mapping[str, str],
+                  smallest: list[int] | None = None) -> str | None:
+    """Why PodTopologySpread rejects the pod on a node with `labels` (None: it passes); `smallest`: the
+    `smallest_counts` of these counts, when the caller asks for many nodes."""
+    if smallest is None:
+        smallest = smallest_counts(pod, counts)
+    for at, (constraint, domains) in enumerate(zip(pod.constraints, counts.domains, strict=True)):
         if constraint.topology_key not in labels:
             return SPREAD_LABEL_MISSING
         selector = constraint.label_selector
         itself = 1 if selector is not None and selector.matches(pod.labels) else 0
-        smallest = 0 if len(domains) < constraint.min_domains or not domains else min(domains.values())
-        if domains.get(labels[constraint.topology_key], 0) + itself - smallest > constraint.max_skew:
+        if domains.get(labels[constraint.topology_key], 0) + itself - smallest[at] > constraint.max_skew:
             return SPREAD_UNMET
     return None
