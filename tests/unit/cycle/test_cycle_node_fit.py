@@ -149,6 +149,29 @@ def test_topology_spread_spreads_the_members_and_soft_constraints_do_not_filter(
     assert isinstance(admitted, Admit) and set(admitted.placement.nodes.values()) == {"node-a"}
 
 
+def test_exclusive_jobs_admitted_in_one_cycle_take_one_zone_each_and_a_third_waits() -> None:
+    zone = "topology.kubernetes.io/zone"
+    nodes = [m for name, value in (("node-a", "z1"), ("node-b", "z2"))
+             for m in [node(name, {HOSTNAME_LABEL: name, zone: value}, allocatable=ALLOCATABLE),
+                       resource_slice(name, *(gpu(f"gpu-{i}") for i in range(4)), name=f"{name}-gpus")]]
+    jobs = []
+    for job in ("j1", "j2", "j3"):
+        key = {"key": "job-key", "operator": "In", "values": [job]}
+        others = [{"key": "job-key", "operator": "Exists"}, {"key": "job-key", "operator": "NotIn", "values": [job]}]
+        affinity = {**_required("podAffinity", {"matchExpressions": [key]}, zone),
+                    **_required("podAntiAffinity", {"matchExpressions": others}, zone)}
+        for manifest in cpu_gang(job, 2, "1", affinity=affinity):
+            if manifest["kind"] == "Pod":
+                manifest["metadata"]["labels"]["job-key"] = job
+            jobs.append(manifest)
+    result = cycle(nodes + jobs, [gpu_queue("main", 16)])
+    first, second, third = (result.decision(f"{NS}/{job}") for job in ("j1", "j2", "j3"))
+    assert isinstance(first, Admit) and set(first.placement.nodes.values()) == {"node-a"}
+    assert isinstance(second, Admit) and set(second.placement.nodes.values()) == {"node-b"}
+    assert isinstance(third, Wait) and third.reason is WaitReason.NODES
+    assert third.message.endswith("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules")
+
+
 def test_pod_affinity_by_namespace_selector_makes_the_group_wait_as_unsupported() -> None:
     by_labels = cpu_gang("g", 1, "1", affinity=_required("podAffinity", {"matchLabels": {GROUP_LABEL: "g"}},
                                                          namespaceSelector={"matchLabels": {"team": "a"}}))
