@@ -2,8 +2,10 @@
 
 A pod goes only on a node that passes the scheduler's node filters for it (`admission.core.nodefit`:
 cordon, taints, node selector and affinity, cpu/memory/extended resources and pod count next to the
-pods already there and the group's pods placed before it, and the required anti-affinity of the pods
-bound to nodes). Each pod's claims are allocated together
+pods already there and the group's pods placed before it, topology spread and required pod affinity
+and anti-affinity, counting the bound pods, the pods planned for admitted groups and the group's pods
+placed before it; a member's pod affinity must also hold in every binding order, `binding_order`).
+Each pod's claims are allocated together
 on its node; a claim shared by several pods is allocated once, by the first pod, and later pods must
 land where that allocation is usable. Devices and node resources taken by earlier pods are in use
 for later ones. The node search is bounded: nodes are tried in a fixed, sensible order, and a member

@@ -106,3 +106,16 @@ def test_members_spread_over_zones_and_nodes_within_the_skew() -> None:
     plan, _ = place(*bound, *pods, group=[f"s{i}" for i in range(4)])
     assert (plan.feasible and sorted(nodes_of(plan))[-1] in ("c", "d") and \
         sum(n in ("a", "b") for n in nodes_of(plan)) == 0) or sum(n in ("a", "b") for n in nodes_of(plan)) == 1
+
+
+def test_a_self_affine_member_is_refused_when_a_member_it_matches_may_be_bound_first_elsewhere() -> None:
+    first = member("m0", {"app": "x"}, affinity=required("podAffinity", {"matchLabels": {"app": "x"}}))
+    elsewhere = member("m1", {"app": "x"}, nodeSelector={ZONE: "z2"})
+    plan, _ = place(first, elsewhere, group=["m0", "m1"])
+    assert not plan.feasible and plan.unschedulable
+    assert plan.reason == ("pod default/m0 on node a: if the scheduler binds default/m1 (on node c) first, its "
+                           "required pod affinity is no longer met by itself, and nothing meets it on node a")
+    # Where the member it matches is planned in its zone, every order works.
+    near = member("m1", {"app": "x"}, nodeSelector={HOST: "b"})
+    plan, _ = place(first, near, group=["m0", "m1"])
+    assert plan.feasible and nodes_of(plan) == ["a", "b"]
