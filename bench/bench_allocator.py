@@ -91,21 +91,35 @@ def bound_pods(nodes: int, per_node: int) -> list[dict[str, Any]]:
              "status": {"phase": "Running"}} for n in range(nodes) for i in range(per_node)]
 
 
-def gang_pod(index: int) -> Pod:
+INTER_POD = {
+    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "bench"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                   "whenUnsatisfiable": "DoNotSchedule",
+                                   "labelSelector": {"matchLabels": {"app": "bench"}}}],
+}
+
+
+def gang_pod(index: int, inter_pod: bool = False) -> Pod:
+    """A member with cpu, memory, a sidecar and a toleration; with `inter_pod`, also required anti-affinity
+    to the other members and a topology spread constraint, both per node."""
     model = parse_object({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{index}", "namespace": "bench"},
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"pod-{index}", "namespace": "bench", "labels": {"app": "bench"}},
         "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "16", "memory": "64Gi"}}}],
                  "initContainers": [{"name": "proxy", "restartPolicy": "Always",
                                      "resources": {"requests": {"cpu": "500m"}}}],
-                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+                 **(INTER_POD if inter_pod else {})},
     })
     assert isinstance(model, Pod)
     return model
 
 
-def bench_gang_node_fit(snapshot: Snapshot, size: int, repeat: int) -> tuple[float, float]:
+def bench_gang_node_fit(snapshot: Snapshot, size: int, repeat: int, inter_pod: bool = False) -> tuple[float, float]:
     """The gang of `bench_gang`, each member also with cpu, memory, a sidecar and a toleration checked
-    against node allocatable and the pods already bound; and the one-off node-fit index build."""
+    against node allocatable and the pods already bound (with `inter_pod`, also anti-affinity and
+    spread between members); and the one-off node-fit index build."""
     gates = gates_for("1.35")
     start = time.perf_counter()
     index = snapshot.node_fit
@@ -114,7 +128,7 @@ def bench_gang_node_fit(snapshot: Snapshot, size: int, repeat: int) -> tuple[flo
 
     def run() -> float:
         allocator = Allocator(snapshot, gates)
-        members = [GangMember(f"bench/pod-{i}", (claim(f"pod-{i}-gpus", 8),), fit=PodFit.of(gang_pod(i)))
+        members = [GangMember(f"bench/pod-{i}", (claim(f"pod-{i}-gpus", 8),), fit=PodFit.of(gang_pod(i, inter_pod)))
                    for i in range(size)]
         start = time.perf_counter()
         plan = place_gang(allocator, members)
@@ -232,6 +246,9 @@ def main() -> None:
     fit_ms, build_ms = bench_gang_node_fit(busy, 32, args.repeat)
     print(f"gang of 32 pods x one 8-GPU claim with node fit (cpu, memory, sidecar, toleration; 1,024 bound "
           f"pods), 512 nodes x 8 GPUs: median {fit_ms:.1f} ms (node-fit index built once: {build_ms:.1f} ms)")
+    fit_ms, _ = bench_gang_node_fit(busy, 32, args.repeat, inter_pod=True)
+    print(f"the same gang, its members also with required pod anti-affinity and a DoNotSchedule topology spread "
+          f"per node: median {fit_ms:.1f} ms")
     traced, rss = bench_memory(5000, 8)
     print(f"inventory of 5,000 nodes x 8 devices: tracemalloc {traced:.1f} MiB, RSS growth {rss:.1f} MiB")
 

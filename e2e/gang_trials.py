@@ -3,7 +3,10 @@
 A trial is a handful of GPU nodes of 8 GPUs (some tainted, some short of cpu, some fragmented by
 unmanaged pods that hold part of their GPUs, some full) and a handful of gated groups of
 MIN_MEMBERS–MAX_MEMBERS members with GPU templates or a shared claim, cpu/memory requests that do and do
-not fit, tolerations and zone affinity. Everything of a trial carries its id (node label
+not fit, tolerations and zone affinity, and inter-pod placement: required anti-affinity between
+members, topology spread (DoNotSchedule) over nodes or racks, members affine to each other in one
+rack, and JobSet's exclusive placement (affinity to the own job, anti-affinity to other jobs, per
+rack). Racks (`draq.io/rack`) are the trial's own, two nodes each. Everything of a trial carries its id (node label
 `draq.io/trial`, pods select it), so trials never see each other's nodes. With `native`, every member
 also names its group's Workload (`spec.workloadRef`), as the mutating webhook sets it where the
 cluster serves native gang scheduling.
@@ -21,6 +24,11 @@ from admission.core.native_gangs import workload_ref
 GPU_CLASS = "gpu.nvidia.com"
 TRIAL_LABEL = "draq.io/trial"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+RACK_LABEL = "draq.io/rack"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+JOB_KEY = "jobset.sigs.k8s.io/job-key"  # what JobSet's exclusive placement selects on
+# A group's inter-pod placement: None (most groups), or one of these.
+PLACEMENTS = ("anti-host", "spread-host", "spread-rack", "together-rack", "exclusive-rack")
 TAINT = {"key": "dedicated", "value": "training", "effect": "NoSchedule"}
 MIN_MEMBERS, MAX_MEMBERS = 2, 8
 NODE_GPUS = 8  # the h100 profile
@@ -32,6 +40,7 @@ FILLER_GPUS = (0, 0, 2, 3, 5, 7, NODE_GPUS)
 class TrialNode:
     name: str
     zone: str
+    rack: str
     cpu: str
     tainted: bool
     filler_gpus: int  # GPUs held by an unmanaged pod before the groups arrive
@@ -47,6 +56,9 @@ class TrialGroup:
     tolerates: bool
     zone: str | None
     shared: bool  # all members use one claim instead of one each
+    placement: str | None = None  # one of PLACEMENTS
+    max_skew: int = 1
+    min_domains: int | None = None
 
     def manifests(self, namespace: str, trial: str, native: bool = False) -> list[dict[str, Any]]:
         request = {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": self.gpus}}
@@ -82,10 +94,40 @@ class TrialGroup:
             spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [{"matchExpressions": [
                     {"key": ZONE_LABEL, "operator": "In", "values": [self.zone]}]}]}}}
+        self._place(spec)
         return {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": f"{self.name}-{index}", "namespace": namespace,
-                             "labels": {QUEUE_LABEL: "lq", GROUP_LABEL: self.name, GROUP_MIN_LABEL: str(self.size)}},
+                             "labels": {QUEUE_LABEL: "lq", GROUP_LABEL: self.name, GROUP_MIN_LABEL: str(self.size),
+                                        JOB_KEY: self.name}},
                 "spec": spec}
+
+    def _place(self, spec: dict[str, Any]) -> None:
+        """The inter-pod constraints of `placement`, as workload controllers write them."""
+        own = {"matchLabels": {GROUP_LABEL: self.name}}
+        affinity = spec.setdefault("affinity", {})
+        if self.placement == "anti-host":
+            affinity["podAntiAffinity"] = _required(own, HOSTNAME_LABEL)
+        elif self.placement == "together-rack":
+            affinity["podAffinity"] = _required(own, RACK_LABEL)
+        elif self.placement == "exclusive-rack":  # JobSet's webhook, for alpha.jobset.sigs.k8s.io/exclusive-topology
+            affinity["podAffinity"] = _required(
+                {"matchExpressions": [{"key": JOB_KEY, "operator": "In", "values": [self.name]}]}, RACK_LABEL)
+            affinity["podAntiAffinity"] = _required(
+                {"matchExpressions": [{"key": JOB_KEY, "operator": "Exists"},
+                                      {"key": JOB_KEY, "operator": "NotIn", "values": [self.name]}]}, RACK_LABEL)
+        elif self.placement in ("spread-host", "spread-rack"):
+            constraint: dict[str, Any] = {
+                "maxSkew": self.max_skew, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": own,
+                "topologyKey": HOSTNAME_LABEL if self.placement == "spread-host" else RACK_LABEL}
+            if self.min_domains is not None:
+                constraint["minDomains"] = self.min_domains
+            spec["topologySpreadConstraints"] = [constraint]
+        if not affinity:
+            del spec["affinity"]
+
+
+def _required(selector: dict[str, Any], key: str) -> dict[str, Any]:
+    return {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": selector, "topologyKey": key}]}
 
 
 @dataclass
@@ -101,7 +143,8 @@ def generate(seed: int, node_count: int = 6, group_count: int = 5) -> Trial:
     trial = Trial(seed, f"g{seed}")
     for i in range(node_count):
         trial.nodes.append(TrialNode(
-            name=f"{trial.id}-n{i}", zone=rng.choice(("a", "b")), cpu=rng.choice(("16", "48", "96", "96")),
+            name=f"{trial.id}-n{i}", zone=rng.choice(("a", "b")), rack=f"{trial.id}-r{i // 2}",
+            cpu=rng.choice(("16", "48", "96", "96")),
             tainted=rng.random() < 0.25, filler_gpus=rng.choice(FILLER_GPUS)))
     for i in range(group_count):
         shared = rng.random() < 0.15
@@ -116,6 +159,11 @@ def generate(seed: int, node_count: int = 6, group_count: int = 5) -> Trial:
             cpu=rng.choice(cpus), memory=rng.choice(("1Gi", "16Gi", "64Gi", "300Gi")),
             tolerates=rng.random() < 0.5, zone=rng.choice(("a", "b")) if rng.random() < 0.3 else None,
             shared=shared))
+    for group in trial.groups:  # drawn last, so the rest of a seed's trial stays what it was
+        if rng.random() < 0.5:
+            group.placement = rng.choice(PLACEMENTS)
+            group.max_skew = rng.choice((1, 1, 2))
+            group.min_domains = rng.choice((None, None, 4)) if group.placement == "spread-rack" else None
     return trial
 
 

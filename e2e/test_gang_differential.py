@@ -33,7 +33,16 @@ from admission.localcluster import build
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from e2e import gang_trials
-from e2e.gang_trials import MAX_MEMBERS, MIN_MEMBERS, TAINT, TRIAL_LABEL, ZONE_LABEL, Trial, TrialGroup
+from e2e.gang_trials import (
+    MAX_MEMBERS,
+    MIN_MEMBERS,
+    RACK_LABEL,
+    TAINT,
+    TRIAL_LABEL,
+    ZONE_LABEL,
+    Trial,
+    TrialGroup,
+)
 from e2e.scenarios import seed_from_environment
 from e2e.test_operator import RunningOperator, apply, crds, pod_group, queues, settings
 from e2e.waiting import until
@@ -62,7 +71,8 @@ def build_nodes(api: Any, nodesim: NodeSimulator, trial: Trial) -> None:
     for node in trial.nodes:
         nodesim.add_node(node.name, "h100")
         spec: dict[str, Any] = {"taints": [TAINT]} if node.tainted else {}
-        core.patch_node(node.name, {"metadata": {"labels": {TRIAL_LABEL: trial.id, ZONE_LABEL: node.zone}},
+        labels = {TRIAL_LABEL: trial.id, ZONE_LABEL: node.zone, RACK_LABEL: node.rack}
+        core.patch_node(node.name, {"metadata": {"labels": labels},
                                     "spec": spec})
         status = core.read_node_status(node.name).status
         allocatable = {**status.allocatable, "cpu": node.cpu}
@@ -196,8 +206,10 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
         if native:
             client.CustomObjectsApi(api).delete_namespaced_custom_object(
                 "scheduling.k8s.io", "v1alpha1", namespace, "workloads", workload_name(group.name))
-    print(f"trial {trial.id} (seed {trial.seed}): {len(admitted)} admitted (members {[g.size for g in admitted]}), "
-          f"{len(waiting)} waiting (members {[g.size for g in waiting]}), {len(problems)} disagreements; "
+    print(f"trial {trial.id} (seed {trial.seed}): {len(admitted)} admitted "
+          f"(members {[(g.size, g.placement) for g in admitted]}), "
+          f"{len(waiting)} waiting (members {[(g.size, g.placement) for g in waiting]}), "
+          f"{len(problems)} disagreements; "
           f"GPUs held on its nodes before {[n.filler_gpus for n in trial.nodes]}")
     return Outcome(len(admitted), len(waiting), problems)
 

@@ -86,7 +86,8 @@ PUBLIC = {
         "compile_expression", "compile_selector"
     ],
     "admission.core.nodefit": [
-        "AFFINITY_MISMATCH", "EXISTING_ANTI_AFFINITY", "ExistingAntiAffinity", "NODE_NAME_MISMATCH", "NodeFacts",
+        "AFFINITY_MISMATCH", "AFFINITY_UNMET", "ANTI_AFFINITY_UNMET", "EXISTING_ANTI_AFFINITY", "ExistingAntiAffinity",
+        "NODE_NAME_MISMATCH", "NodeFacts", "SPREAD_LABEL_MISSING", "SPREAD_UNMET",
         "NodeFitIndex", "NodeUsage", "PodFit", "TOO_MANY_PODS", "UNSCHEDULABLE", "allocatable_amounts",
         "container_requests", "insufficient", "is_extended_resource", "is_scalar_resource", "matches_node_affinity",
         "matches_node_selector", "pod_requests", "resource_reasons", "scheduler_amounts", "static_reason",

@@ -2,8 +2,10 @@
 
 A pod goes only on a node that passes the scheduler's node filters for it (`admission.core.nodefit`:
 cordon, taints, node selector and affinity, cpu/memory/extended resources and pod count next to the
-pods already there and the group's pods placed before it, and the required anti-affinity of the pods
-bound to nodes). Each pod's claims are allocated together
+pods already there and the group's pods placed before it, topology spread and required pod affinity
+and anti-affinity, counting the bound pods, the pods planned for admitted groups and the group's pods
+placed before it; a member's pod affinity must also hold in every binding order, `binding_order`).
+Each pod's claims are allocated together
 on its node; a claim shared by several pods is allocated once, by the first pod, and later pods must
 land where that allocation is usable. Devices and node resources taken by earlier pods are in use
 for later ones. The node search is bounded: nodes are tried in a fixed, sensible order, and a member
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from admission.core.allocator.api import Allocator, Outcome, Status
+from admission.core.allocator.binding_order import affinity_order_problem
 from admission.core.allocator.explain import Explanation, explain_best
 from admission.core.allocator.usage import Usage
 from admission.core.errors import InvalidInput
@@ -132,7 +135,9 @@ class KnownUnfit:
 def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit) -> GangPlacement:
     root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
-    shape = _group_shape(members, allocator.snapshot.node_fit) if not allocator.gates.extended_resource else None
+    index = allocator.snapshot.node_fit
+    shape = _group_shape(members, index) if not allocator.gates.extended_resource and \
+        not _interpod_involved(members, nodes if nodes is not None else index.usage) else None
     seen = known.failures.get(shape) if shape is not None else None
     if seen is not None:
         return _renamed(seen, members)
@@ -154,6 +159,13 @@ def _group_shape(members: Sequence[GangMember], index: NodeFitIndex) -> object:
     return tuple((_shape(m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None,
                   index.anti_affinity_rejected(m.fit) if m.fit is not None else None)
                  for m in members)
+
+
+def _interpod_involved(members: Sequence[GangMember], nodes: NodeUsage) -> bool:
+    """Whether other pods' labels or the members' own decide where members go beyond what `_group_shape`
+    holds: a member has inter-pod terms or spread constraints, or a planned pod has anti-affinity terms."""
+    return any(m.fit is not None and m.fit.constrained for m in members) or \
+        nodes.placed_anti_affinity
 
 
 def _renamed(seen: tuple[GangPlacement, int, tuple[str, ...]], members: Sequence[GangMember]) -> GangPlacement:
@@ -213,6 +225,10 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
         states.pop()
         cursors.pop()
     final = states[-1]
+    affinity_problem = affinity_order_problem(search.index, members, final.placements, root.nodes)
+    if affinity_problem is not None:
+        return GangPlacement(False, dict(final.placements), dict(final.allocations), affinity_problem,
+                             unschedulable=True)
     order_problem = _order_dependence(search, members, final, base)
     if order_problem is not None:
         return GangPlacement(False, dict(final.placements), dict(final.allocations), order_problem)
@@ -399,6 +415,8 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
     # there before looking at any device (it says when: `fails_on_full_nodes`).
     full: frozenset[str] = frozenset()
     asked = search.dra_extended  # whether `full` is settled (asked once the claims were checked)
+    # What it rejects is not added to `unfit`: more pods placed may meet a pod affinity term.
+    interpod = search.index.interpod_check(member.fit, state.nodes) if member.fit is not None else None
     for position in range(start, len(candidates)):
         node = candidates[position]
         if (shape, node) in state.unfit:
@@ -416,6 +434,8 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
         if reasons:
             state.unfit.add((shape, node))
             continue
+        if interpod is not None and interpod(node) is not None:
+            continue
         outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
         if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
             state.unfit.add((shape, node))
@@ -426,7 +446,8 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
                 usage.add(allocation, allocator.gates)
                 allocations[key] = allocation
             placements = {**state.placements, member.key: node}
-            nodes = state.nodes if member.fit is None else state.nodes.plus(node, member.fit.requests)
+            nodes = state.nodes if member.fit is None else \
+                state.nodes.plus(node, member.fit.requests, member.fit.placed_on(node))
             child_full = state.full
             if child_full is not None and node not in child_full and allocator.full_nodes(usage, (node,)):
                 child_full = child_full | {node}
@@ -455,11 +476,14 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
     tally: Counter[str] = Counter(candidates.rejected.values())
     device_nodes = []
     extended: ResourceClaim | None = None
+    interpod = search.index.interpod_rejected(member.fit, state.nodes, [*candidates.anti_affinity, *candidates.nodes]) \
+        if member.fit is not None else {}
     for node in candidates.anti_affinity:
         reasons, _ = _node_check(search, member, node, state.nodes)
-        tally.update(reasons or [EXISTING_ANTI_AFFINITY])
+        tally.update(reasons or [interpod.get(node, EXISTING_ANTI_AFFINITY)])
     for node in candidates.nodes:
         reasons, node_extended = _node_check(search, member, node, state.nodes)
+        reasons = reasons or [r for r in [interpod.get(node)] if r is not None]
         tally.update(reasons)
         if not reasons:
             device_nodes.append(node)

@@ -32,7 +32,7 @@ from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.cycle.types import Admit, CycleInput, CycleResult, Extend, GroupDecision, Wait, WaitReason
 from admission.core.errors import DraqError
-from admission.core.models import ObjectRef, Pod, ResourceClaim
+from admission.core.models import LabelSelector, ObjectRef, Pod, ResourceClaim
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     ChargeResult,
@@ -206,20 +206,19 @@ def _unusable_units(group: GroupView, queue: str, cycle: CycleInput) -> Wait | N
     return None
 
 
+EVERY_NAMESPACE = LabelSelector()
+
+
 def _unsupported_constraint(pods: Sequence[Pod]) -> str:
-    """Required inter-pod constraints decide where a pod may go by where other pods are; draq does not
-    evaluate them, so it cannot promise the scheduler binds the whole group, and does not admit it."""
+    """A required pod affinity term with a namespaceSelector selects by namespaces' labels, which the node
+    fit does not read; draq cannot promise the scheduler binds the whole group, and does not admit it."""
     for pod in pods:
-        kinds = [kind for count, kind in (
-            (pod.required_pod_affinity, "required pod affinity"),
-            (pod.required_pod_anti_affinity, "required pod anti-affinity"),
-            (pod.hard_topology_spread, "a topology spread constraint with whenUnsatisfiable DoNotSchedule"),
-        ) if count]
-        if kinds:
-            return (f"pod {pod.key} uses {' and '.join(kinds)}, which draq does not evaluate: it cannot "
-                    "promise that the scheduler places every member of the group at once. Use the preferred "
-                    "forms (preferredDuringSchedulingIgnoredDuringExecution, whenUnsatisfiable ScheduleAnyway) "
-                    "or remove them")
+        for at, term in enumerate(pod.affinity_terms):
+            if term.namespace_selector is not None and term.namespace_selector != EVERY_NAMESPACE:
+                return (f"pod {pod.key} has a required pod affinity term (spec.affinity.podAffinity."
+                        f"requiredDuringSchedulingIgnoredDuringExecution[{at}]) with a namespaceSelector, which "
+                        "draq does not evaluate: it cannot promise that the scheduler places every member of the "
+                        "group at once. List the namespaces in `namespaces` instead, or use the preferred form")
     return ""
 
 

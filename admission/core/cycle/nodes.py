@@ -35,6 +35,7 @@ def with_pods(nodes: NodeUsage, pods: Sequence[Pod], placements: Mapping[str, st
     for pod in pods:
         node = placements.get(pod.key)
         if node and not pod.node_name and pod.phase not in TERMINAL_PHASES:
-            nodes = nodes.plus(node, PodFit.of(pod).requests)
+            fit = PodFit.of(pod)
+            nodes = nodes.plus(node, fit.requests, fit.placed_on(node))
     return nodes
 

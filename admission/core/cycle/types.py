@@ -27,7 +27,7 @@ class WaitReason(StrEnum):
     QUOTA = "QuotaExceeded"
     DEVICES = "DevicesUnavailable"
     NODES = "NodesUnavailable"  # a pod passes the scheduler's node filters (resources, taints, affinity) nowhere
-    UNSUPPORTED = "UnsupportedConstraint"  # required inter-pod constraints draq cannot check
+    UNSUPPORTED = "UnsupportedConstraint"  # pod affinity by namespaceSelector; a claim shared in a native gang
     UNCHARGEABLE = "Unchargeable"
     BLOCKED = "BlockedByStrictFIFO"
     NO_UNIT = "QuotaUnitMissing"

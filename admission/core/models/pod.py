@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from admission.core.models._fields import Fields
-from admission.core.models.label_selector import LabelSelector, read_label_selector
+from admission.core.models.label_selector import LabelRequirement, LabelSelector, read_label_selector
 from admission.core.models.meta import Named, ObjectMeta, parse_meta
 from admission.core.models.node_selector import NodeSelector, parse_node_selector
 from admission.core.models.taint import Toleration, parse_toleration
@@ -24,6 +24,9 @@ class PodResourceClaim:
 
 SIDECAR_RESTART_POLICY = "Always"
 DO_NOT_SCHEDULE = "DoNotSchedule"
+HONOR = "Honor"
+IGNORE = "Ignore"
+_POLICIES = (HONOR, IGNORE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,20 @@ class PodAffinityTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A `topologySpreadConstraints[]` entry with whenUnsatisfiable DoNotSchedule (the only kind that
+    filters nodes). `label_selector` None selects no pod; `matchLabelKeys` are already merged into it.
+    The policies are `Honor` or `Ignore` (defaults: nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore)."""
+
+    max_skew: int
+    topology_key: str
+    label_selector: LabelSelector | None = None
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+
+@dataclass(frozen=True, slots=True)
 class PodResourceClaimStatus:
     name: str
     resource_claim_name: str | None = None
@@ -79,15 +96,11 @@ class Pod(Named):
     node_affinity: NodeSelector | None = None
     overhead: Mapping[str, Quantity] = field(default_factory=dict)
     resources: ResourceRequirements = field(default_factory=ResourceRequirements)
-    # How many required (hard) inter-pod constraints the pod has: terms of
-    # podAffinity/podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution, and
-    # topologySpreadConstraints with whenUnsatisfiable DoNotSchedule.
-    required_pod_affinity: int = 0
-    required_pod_anti_affinity: int = 0
-    hard_topology_spread: int = 0
-    # podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution (the existing pods' side of the
-    # scheduler's InterPodAffinity filter reads them).
+    # podAffinity and podAntiAffinity .requiredDuringSchedulingIgnoredDuringExecution (InterPodAffinity),
+    # and the topologySpreadConstraints with whenUnsatisfiable DoNotSchedule (PodTopologySpread).
+    affinity_terms: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
     # spec.workloadRef.name: the native gang (Workload) the pod belongs to, if any.
     workload: str = ""
 
@@ -137,8 +150,9 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
     node_affinity = affinity.map("nodeAffinity")
     required = "requiredDuringSchedulingIgnoredDuringExecution"
     pod_resources = spec.map("resources")
+    meta = parse_meta(obj, manifest, namespaced=True, default_namespace=default_namespace)
     return Pod(
-        meta=parse_meta(obj, manifest, namespaced=True, default_namespace=default_namespace),
+        meta=meta,
         resource_claims=tuple(claims),
         containers=tuple(_container(c) for c in spec.maps("containers")),
         init_containers=tuple(_container(c) for c in spec.maps("initContainers")),
@@ -153,11 +167,11 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         node_affinity=parse_node_selector(node_affinity.map(required)) if node_affinity.has(required) else None,
         overhead=spec.quantity_map("overhead"),
         resources=ResourceRequirements(pod_resources.quantity_map("requests"), pod_resources.quantity_map("limits")),
-        required_pod_affinity=len(affinity.map("podAffinity").list(required)),
-        required_pod_anti_affinity=len(affinity.map("podAntiAffinity").list(required)),
-        anti_affinity_terms=tuple(_affinity_term(t) for t in affinity.map("podAntiAffinity").maps(required)),
+        affinity_terms=tuple(_affinity_term(t, meta.labels) for t in affinity.map("podAffinity").maps(required)),
+        anti_affinity_terms=tuple(_affinity_term(t, meta.labels)
+                                  for t in affinity.map("podAntiAffinity").maps(required)),
         # whenUnsatisfiable is required by the API; a constraint without it is taken as the hard form.
-        hard_topology_spread=sum(1 for c in spec.maps("topologySpreadConstraints")
+        spread_constraints=tuple(_spread_constraint(c, meta.labels) for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
         workload=spec.map("workloadRef").str("name"),
     )
@@ -175,6 +189,36 @@ def _label_selector(fields: Fields, key: str) -> LabelSelector | None:
     return read_label_selector(fields.map(key))
 
 
-def _affinity_term(fields: Fields) -> PodAffinityTerm:
-    return PodAffinityTerm(fields.str("topologyKey"), _label_selector(fields, "labelSelector"),
-                           fields.str_list("namespaces"), _label_selector(fields, "namespaceSelector"))
+def _with_label_keys(selector: LabelSelector | None, labels: Mapping[str, str], match: tuple[str, ...],
+                     mismatch: tuple[str, ...] = ()) -> LabelSelector | None:
+    """The selector with `matchLabelKeys` (key In [the pod's value]) and `mismatchLabelKeys` (key NotIn
+    [the pod's value]) added for the keys the pod has, as the API server merges them at pod creation
+    (adding them again to a stored pod's selector changes nothing). A nil selector stays nil."""
+    if selector is None or not (match or mismatch):
+        return selector
+    added = [LabelRequirement(key, "In", (labels[key],)) for key in match if key in labels]
+    added += [LabelRequirement(key, "NotIn", (labels[key],)) for key in mismatch if key in labels]
+    return LabelSelector(selector.match_labels, (*selector.match_expressions, *added))
+
+
+def _affinity_term(fields: Fields, labels: Mapping[str, str]) -> PodAffinityTerm:
+    selector = _with_label_keys(_label_selector(fields, "labelSelector"), labels,
+                                fields.str_list("matchLabelKeys"), fields.str_list("mismatchLabelKeys"))
+    return PodAffinityTerm(fields.str("topologyKey"), selector, fields.str_list("namespaces"),
+                           _label_selector(fields, "namespaceSelector"))
+
+
+def _spread_constraint(fields: Fields, labels: Mapping[str, str]) -> SpreadConstraint:
+    max_skew = fields.int("maxSkew", default=1)
+    if max_skew < 1:
+        raise fields.fail("maxSkew", f"must be at least 1, not {max_skew}")
+    min_domains = fields.int("minDomains", default=1)
+    if min_domains < 1:
+        raise fields.fail("minDomains", f"must be at least 1 when set, not {min_domains}")
+    policies = [fields.str(name, default=default) for name, default in
+                (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE))]
+    for name, value in zip(("nodeAffinityPolicy", "nodeTaintsPolicy"), policies, strict=True):
+        if value not in _POLICIES:
+            raise fields.fail(name, f"must be Honor or Ignore, not {value!r}")
+    selector = _with_label_keys(_label_selector(fields, "labelSelector"), labels, fields.str_list("matchLabelKeys"))
+    return SpreadConstraint(max_skew, fields.str("topologyKey", required=True), selector, min_domains, *policies)

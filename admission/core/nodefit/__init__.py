@@ -3,7 +3,8 @@
 NodeUnschedulable, TaintToleration, NodeAffinity (node selector and required node affinity),
 NodeResourcesFit (cpu, memory, ephemeral-storage, extended resources, pod count) with the
 scheduler's own request arithmetic (sidecars, init containers, pod-level resources, overhead), and
-InterPodAffinity's check of the required anti-affinity of pods already bound (`interpod`).
+InterPodAffinity (`interpod`: required pod affinity and anti-affinity, the pod's own and the existing
+pods') and PodTopologySpread (`spread`: constraints with whenUnsatisfiable DoNotSchedule).
 Pure: `PodFit.of(pod)` and `NodeFitIndex(nodes, pods, classes)` are computed once; `static_reason`
 and `resource_reasons` answer per node, in the scheduler's words.
 """
@@ -23,7 +24,12 @@ from admission.core.nodefit.fit import (
     static_reason,
     untolerated,
 )
-from admission.core.nodefit.interpod import EXISTING_ANTI_AFFINITY, ExistingAntiAffinity
+from admission.core.nodefit.interpod import (
+    AFFINITY_UNMET,
+    ANTI_AFFINITY_UNMET,
+    EXISTING_ANTI_AFFINITY,
+    ExistingAntiAffinity,
+)
 from admission.core.nodefit.requests import (
     allocatable_amounts,
     container_requests,
@@ -32,12 +38,17 @@ from admission.core.nodefit.requests import (
     pod_requests,
     scheduler_amounts,
 )
+from admission.core.nodefit.spread import SPREAD_LABEL_MISSING, SPREAD_UNMET
 from admission.core.nodefit.taints import tolerates_unschedulable, untolerated_taint
 
 __all__ = [
     "AFFINITY_MISMATCH",
+    "AFFINITY_UNMET",
+    "ANTI_AFFINITY_UNMET",
     "EXISTING_ANTI_AFFINITY",
     "NODE_NAME_MISMATCH",
+    "SPREAD_LABEL_MISSING",
+    "SPREAD_UNMET",
     "TOO_MANY_PODS",
     "UNSCHEDULABLE",
     "ExistingAntiAffinity",

@@ -18,9 +18,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from admission.core.models import Container, DeviceClass, Node, NodeSelector, Pod, Taint, Toleration
+from admission.core.models.pod import PodAffinityTerm, SpreadConstraint
 from admission.core.nodefit.affinity import matches_node_affinity
 from admission.core.nodefit.extended import served_resources
-from admission.core.nodefit.interpod import EXISTING_ANTI_AFFINITY, ExistingAntiAffinity
+from admission.core.nodefit.interpod import (
+    EXISTING_ANTI_AFFINITY,
+    AffinityCounts,
+    AffinityTerms,
+    ExistingAntiAffinity,
+    PlacedPod,
+    interpod_reason,
+    placed_pod,
+)
 from admission.core.nodefit.requests import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -30,6 +39,7 @@ from admission.core.nodefit.requests import (
     pod_requests,
     scheduler_amounts,
 )
+from admission.core.nodefit.spread import SpreadCounts, SpreadPod, smallest_counts, spread_counts, spread_reason
 from admission.core.nodefit.taints import FILTERED_EFFECTS, tolerates_unschedulable, untolerated_taint
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -63,7 +73,11 @@ class PodFit:
     tolerations: tuple[Toleration, ...] = ()
     containers: tuple[Container, ...] = ()
     init_containers: int = 0  # how many come before `containers` (the scheduler's container index counts them)
-    labels: Mapping[str, str] = field(default_factory=dict)  # what existing pods' anti-affinity terms select
+    labels: Mapping[str, str] = field(default_factory=dict)  # what other pods' terms and constraints select
+    # Required pod affinity and anti-affinity terms, and DoNotSchedule topology spread constraints.
+    affinity_terms: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
     # Equal for pods the static filters treat alike (gangs of identical pods share their answers).
     placement_key: tuple[object, ...] = field(init=False, repr=False, compare=False)
     # The requests in the order the scheduler reports them: cpu, memory, ephemeral-storage, then by name.
@@ -79,11 +93,32 @@ class PodFit:
     @staticmethod
     def of(pod: Pod) -> PodFit:
         return PodFit(pod.key, scheduler_amounts(pod_requests(pod)), dict(pod.node_selector), pod.node_affinity,
-                      pod.tolerations, pod.containers, len(pod.init_containers), pod.labels)
+                      pod.tolerations, pod.containers, len(pod.init_containers), pod.labels,
+                      pod.affinity_terms, pod.anti_affinity_terms, pod.spread_constraints)
 
     @property
     def namespace(self) -> str:
         return self.key.partition("/")[0]
+
+    @property
+    def constrained(self) -> bool:
+        """Whether where other pods are decides where this one may go (inter-pod terms, spread)."""
+        return bool(self.affinity_terms or self.anti_affinity_terms or self.spread_constraints)
+
+    def placed_on(self, node: str) -> PlacedPod:
+        return PlacedPod(self.namespace, self.labels, node, self.anti_affinity_terms)
+
+    def affinity(self) -> AffinityTerms:
+        return AffinityTerms(self.namespace, self.labels, self.affinity_terms, self.anti_affinity_terms)
+
+    def spread(self) -> SpreadPod:
+        return SpreadPod(self.namespace, self.labels, self.spread_constraints, self.node_selector,
+                         self.node_affinity, self.tolerations)
+
+    def interpod_key(self) -> tuple[object, ...]:
+        """Equal for pods the inter-pod filters treat alike."""
+        return (self.namespace, frozenset(self.labels.items()), self.affinity_terms, self.anti_affinity_terms,
+                self.spread_constraints, self.placement_key if self.spread_constraints else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,31 +167,58 @@ def resource_reasons(pod: PodFit, node: NodeFacts, used: Mapping[str, int],
     return reasons
 
 
+@dataclass(frozen=True, slots=True)
+class _Chain:
+    """Planned pods, the last first; `anti_affinity`: whether any of them has required anti-affinity."""
+
+    pod: PlacedPod
+    rest: _Chain | None
+    anti_affinity: bool
+
+    @staticmethod
+    def of(pod: PlacedPod, rest: _Chain | None) -> _Chain:
+        return _Chain(pod, rest, bool(pod.anti_affinity) or (rest is not None and rest.anti_affinity))
+
+
 class NodeUsage:
     """Per node, what the pods on it request (scheduler units) and how many they are (under `pods`).
 
     Immutable: `plus` returns a new usage that shares everything but the one node it changes, so a
-    search can keep one per branch cheaply.
+    search can keep one per branch cheaply. The pods added by `plus` with their labels and terms are
+    kept too (`placed`: planned, not bound; the inter-pod filters count them), in a chain each usage
+    shares with the one it was made from.
     """
 
-    __slots__ = ("_base", "_changed")
+    __slots__ = ("_base", "_changed", "_placed", "placed_anti_affinity")
 
     def __init__(self, base: Mapping[str, Mapping[str, int]] | None = None,
-                 changed: Mapping[str, Mapping[str, int]] | None = None) -> None:
+                 changed: Mapping[str, Mapping[str, int]] | None = None, placed: _Chain | None = None) -> None:
         self._base = base or {}
         self._changed = changed or {}
+        self._placed = placed
+        # Whether a placed pod has required anti-affinity terms (then every pod's filters must look).
+        self.placed_anti_affinity = placed is not None and placed.anti_affinity
+
+    @property
+    def placed(self) -> Iterator[PlacedPod]:
+        """The pods added by `plus`, the last first."""
+        link = self._placed
+        while link is not None:
+            yield link.pod
+            link = link.rest
 
     def on(self, node: str) -> Mapping[str, int]:
         found = self._changed.get(node)
         return found if found is not None else self._base.get(node, _NONE)
 
-    def plus(self, node: str, requests: Mapping[str, int]) -> NodeUsage:
-        """One more pod with `requests` on `node`."""
+    def plus(self, node: str, requests: Mapping[str, int], pod: PlacedPod | None = None) -> NodeUsage:
+        """One more pod with `requests` on `node` (`pod`: what the inter-pod filters see of it)."""
         updated = dict(self.on(node))
         for name, amount in requests.items():
             updated[name] = updated.get(name, 0) + amount
         updated[PODS] = updated.get(PODS, 0) + 1
-        return NodeUsage(self._base, {**self._changed, node: updated})
+        return NodeUsage(self._base, {**self._changed, node: updated},
+                         self._placed if pod is None else _Chain.of(pod, self._placed))
 
     def minus(self, node: str, requests: Mapping[str, int]) -> NodeUsage:
         """One pod with `requests` less on `node` (a pod about to be evicted)."""
@@ -164,7 +226,7 @@ class NodeUsage:
         for name, amount in requests.items():
             updated[name] = max(0, updated.get(name, 0) - amount)
         updated[PODS] = max(0, updated.get(PODS, 0) - 1)
-        return NodeUsage(self._base, {**self._changed, node: updated})
+        return NodeUsage(self._base, {**self._changed, node: updated}, self._placed)
 
     def updated(self, before: Mapping[str, Pod], after: Mapping[str, Pod],
                 changed: set[str] | None = None) -> NodeUsage:
@@ -239,6 +301,8 @@ class NodeFitIndex:
         pods = tuple(pods)
         self.usage = NodeUsage.of_pods(pods)
         self.anti_affinity = ExistingAntiAffinity.of_pods(pods)
+        self._pods: Iterable[Pod] = pods
+        self._interpod: dict[tuple[object, ...], tuple[AffinityCounts, SpreadCounts | None]] = {}
         self._node_labels: dict[str, Mapping[str, str]] | None = None
         # Extended resources a DeviceClass serves (KEP 5004), with the class.
         self.dra_classes: dict[str, DeviceClass] = served_resources(classes)
@@ -265,6 +329,8 @@ class NodeFitIndex:
                 other._node_labels = None
                 anti_affinity = ExistingAntiAffinity(anti_affinity.holders)  # its answers read the nodes' labels
         other.usage = self.usage if pods is None else self.usage.updated(*pods, changed_pods)
+        other._pods = self._pods if pods is None else pods[1].values()
+        other._interpod = self._interpod if pods is None and other._static is self._static else {}
         other.anti_affinity = anti_affinity if pods is None else anti_affinity.updated(*pods, changed_pods)
         return other
 
@@ -315,3 +381,67 @@ class NodeFitIndex:
         if not reasons and node in self.anti_affinity_rejected(pod):
             reasons.append(EXISTING_ANTI_AFFINITY)
         return reasons
+
+    def _bound_counts(self, pod: PodFit) -> tuple[AffinityCounts, SpreadCounts | None]:
+        """What the bound pods count for the pod's inter-pod filters (their anti-affinity against it is
+        `anti_affinity_rejected`'s), once per kind of pod and snapshot."""
+        key = pod.interpod_key()
+        found = self._interpod.get(key)
+        if found is None:
+            terms = pod.affinity()
+            counts = AffinityCounts()
+            bound = [(p, labels) for p in map(placed_pod, self._pods)
+                     if p is not None and (labels := self._labels_of(p.node)) is not None]
+            if terms.affinity or terms.anti_affinity:
+                for other, labels in bound:
+                    counts.add(terms, other, labels, existing=False)
+            spread = None
+            if pod.spread_constraints:
+                nodes = ((name, facts.labels, facts.taints) for name, facts in self.nodes.items())
+                spread = spread_counts(pod.spread(), nodes, bound)
+            self._interpod[key] = found = (counts, spread)
+        return found
+
+    def _labels_of(self, node: str) -> Mapping[str, str] | None:
+        facts = self.nodes.get(node)
+        return None if facts is None else facts.labels
+
+    def interpod_counts(self, pod: PodFit, usage: NodeUsage) -> tuple[AffinityCounts, SpreadCounts | None]:
+        """The inter-pod counts for the pod of the bound pods and the pods planned in `usage`."""
+        base_counts, base_spread = self._bound_counts(pod)
+        terms, counts = pod.affinity(), base_counts.copy()
+        spread_pod, spread = pod.spread(), base_spread.copy() if base_spread is not None else None
+        for other in usage.placed:
+            labels = self._labels_of(other.node)
+            if labels is None:
+                continue
+            counts.add(terms, other, labels)
+            if spread is not None:
+                spread.add(spread_pod, other, labels)
+        return counts, spread
+
+    def interpod_check(self, pod: PodFit, usage: NodeUsage) -> Callable[[str], str | None] | None:
+        """Why PodTopologySpread or InterPodAffinity reject the pod on a node (by name; None: they pass),
+        next to the bound pods and the pods planned in `usage`; None when neither can (the pod has no
+        such constraint and no planned pod has anti-affinity). The bound pods' own anti-affinity is
+        `anti_affinity_rejected`'s."""
+        if not pod.constrained and not usage.placed_anti_affinity:
+            return None
+        terms, spread_pod = pod.affinity(), pod.spread()
+        counts, spread = self.interpod_counts(pod, usage)
+        smallest = smallest_counts(spread_pod, spread) if spread is not None else None
+        nodes = self.nodes
+
+        def reason(name: str) -> str | None:
+            labels = nodes[name].labels
+            found = spread_reason(spread_pod, spread, labels, smallest) if spread is not None else None
+            return found or interpod_reason(terms, counts, labels)
+
+        return reason
+
+    def interpod_rejected(self, pod: PodFit, usage: NodeUsage, nodes: Iterable[str]) -> dict[str, str]:
+        """Of `nodes`, those `interpod_check` rejects the pod on, with the reason."""
+        check = self.interpod_check(pod, usage)
+        if check is None:
+            return {}
+        return {name: found for name in nodes if (found := check(name)) is not None}

@@ -9,6 +9,7 @@ from typing import Any
 from admission.core.cycle import Admit, Wait, WaitReason, run_cycle
 from admission.core.features import exactly
 from tests.support.builders import (
+    GROUP_LABEL,
     HOSTNAME_LABEL,
     Manifest,
     container,
@@ -97,25 +98,92 @@ def test_devices_stay_the_reason_when_nodes_pass_the_filters() -> None:
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
 
 
-def test_required_inter_pod_constraints_make_the_group_wait_with_the_reason() -> None:
-    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": HOSTNAME_LABEL}
-    anti = cpu_gang("g", 2, "1", affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        term]}})
-    waiting = cycle(sized_node("node-a") + sized_node("node-b") + anti, [gpu_queue("main", 8)]).decision(f"{NS}/g")
+def _required(kind: str, selector: dict[str, Any], key: str = HOSTNAME_LABEL, **extra: Any) -> dict[str, Any]:
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": selector, "topologyKey": key, **extra}]}}
+
+
+def test_members_anti_affine_to_each_other_go_on_different_nodes_or_wait_with_the_scheduler_reason() -> None:
+    own = {"matchLabels": {GROUP_LABEL: "g"}}
+    anti = cpu_gang("g", 2, "1", affinity=_required("podAntiAffinity", own))
+    admitted = cycle(sized_node("node-a") + sized_node("node-b") + anti, [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(admitted, Admit)
+    assert sorted(admitted.placement.nodes.values()) == ["node-a", "node-b"]
+    waiting = cycle(sized_node("node-a") + anti, [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+    assert waiting.message == (f"pod {NS}/g-1 fits on no node after placing 1 other pod(s) of the group: "
+                               "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules")
+
+
+def test_members_affine_to_themselves_share_a_node_the_first_by_the_self_affinity_exception() -> None:
+    together = cpu_gang("g", 2, "1", affinity=_required("podAffinity", {"matchLabels": {GROUP_LABEL: "g"}}))
+    admitted = cycle(sized_node("node-a") + sized_node("node-b") + together,
+                     [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(admitted, Admit)
+    assert set(admitted.placement.nodes.values()) == {"node-a"}
+
+
+def test_a_member_affine_only_to_a_later_member_waits_since_the_scheduler_may_bind_it_first() -> None:
+    cpu = [container(requests={"cpu": "1"})]
+    leader = with_spec(member("g-0", "g", group_min=2, template="g-gpus"), containers=cpu)
+    leader["metadata"]["labels"]["role"] = "leader"
+    worker = with_spec(member("g-1", "g", group_min=2, template="g-gpus"), containers=cpu,
+                       affinity=_required("podAffinity", {"matchLabels": {"role": "leader"}}))
+    waiting = cycle([*sized_node("node-a"), gpu_template("g-gpus", 1), leader, worker],
+                    [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+    assert "its required pod affinity is met only by other members of its group" in waiting.message
+
+
+def test_topology_spread_spreads_the_members_and_soft_constraints_do_not_filter() -> None:
+    spread = cpu_gang("s", 4, "1", topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {GROUP_LABEL: "s"}}}])
+    admitted = cycle(sized_node("node-a") + sized_node("node-b") + spread, [gpu_queue("main", 8)]).decision(f"{NS}/s")
+    assert isinstance(admitted, Admit)
+    assert sorted(admitted.placement.nodes.values()) == ["node-a", "node-a", "node-b", "node-b"]
+    soft = cpu_gang("t", 2, "1", topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {GROUP_LABEL: "t"}}}])
+    admitted = cycle(sized_node("node-a") + sized_node("node-b") + soft, [gpu_queue("main", 8)]).decision(f"{NS}/t")
+    assert isinstance(admitted, Admit) and set(admitted.placement.nodes.values()) == {"node-a"}
+
+
+def test_exclusive_jobs_admitted_in_one_cycle_take_one_zone_each_and_a_third_waits() -> None:
+    zone = "topology.kubernetes.io/zone"
+    nodes = [m for name, value in (("node-a", "z1"), ("node-b", "z2"))
+             for m in [node(name, {HOSTNAME_LABEL: name, zone: value}, allocatable=ALLOCATABLE),
+                       resource_slice(name, *(gpu(f"gpu-{i}") for i in range(4)), name=f"{name}-gpus")]]
+    jobs = []
+    for job in ("j1", "j2", "j3"):
+        key = {"key": "job-key", "operator": "In", "values": [job]}
+        others = [{"key": "job-key", "operator": "Exists"}, {"key": "job-key", "operator": "NotIn", "values": [job]}]
+        affinity = {**_required("podAffinity", {"matchExpressions": [key]}, zone),
+                    **_required("podAntiAffinity", {"matchExpressions": others}, zone)}
+        for manifest in cpu_gang(job, 2, "1", affinity=affinity):
+            if manifest["kind"] == "Pod":
+                manifest["metadata"]["labels"]["job-key"] = job
+            jobs.append(manifest)
+    result = cycle(nodes + jobs, [gpu_queue("main", 16)])
+    first, second, third = (result.decision(f"{NS}/{job}") for job in ("j1", "j2", "j3"))
+    assert isinstance(first, Admit) and set(first.placement.nodes.values()) == {"node-a"}
+    assert isinstance(second, Admit) and set(second.placement.nodes.values()) == {"node-b"}
+    assert isinstance(third, Wait) and third.reason is WaitReason.NODES
+    assert third.message.endswith("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules")
+
+
+def test_pod_affinity_by_namespace_selector_makes_the_group_wait_as_unsupported() -> None:
+    by_labels = cpu_gang("g", 1, "1", affinity=_required("podAffinity", {"matchLabels": {GROUP_LABEL: "g"}},
+                                                         namespaceSelector={"matchLabels": {"team": "a"}}))
+    waiting = cycle(sized_node("node-a") + by_labels, [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.UNSUPPORTED
     assert waiting.reason == "UnsupportedConstraint"
-    assert waiting.message == (
-        f"pod {NS}/g-0 uses required pod anti-affinity, which draq does not evaluate: it cannot promise that the "
-        "scheduler places every member of the group at once. Use the preferred forms "
-        "(preferredDuringSchedulingIgnoredDuringExecution, whenUnsatisfiable ScheduleAnyway) or remove them")
-    spread = cpu_gang("s", 1, "1", topologySpreadConstraints=[
-        {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "DoNotSchedule"}])
-    waiting = cycle(sized_node("node-a") + spread, [gpu_queue("main", 8)]).decision(f"{NS}/s")
-    assert isinstance(waiting, Wait) and "topology spread constraint with whenUnsatisfiable DoNotSchedule" in \
-        waiting.message
-    soft = cpu_gang("t", 1, "1", topologySpreadConstraints=[
-        {"maxSkew": 1, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": "ScheduleAnyway"}])
-    assert isinstance(cycle(sized_node("node-a") + soft, [gpu_queue("main", 8)]).decision(f"{NS}/t"), Admit)
+    assert waiting.message.startswith(
+        f"pod {NS}/g-0 has a required pod affinity term (spec.affinity.podAffinity.requiredDuringScheduling"
+        "IgnoredDuringExecution[0]) with a namespaceSelector, which draq does not evaluate")
+    every = cpu_gang("h", 1, "1", affinity=_required("podAffinity", {"matchLabels": {GROUP_LABEL: "h"}},
+                                                     namespaceSelector={}))
+    assert isinstance(cycle(sized_node("node-a") + every, [gpu_queue("main", 8)]).decision(f"{NS}/h"), Admit)
 
 
 def test_dra_backed_extended_resources_are_allocated_and_charged_as_devices() -> None:

@@ -72,7 +72,7 @@ def test_bad_node_affinity_names_the_field() -> None:
         model(with_spec(pod("p"), affinity=node_affinity([requirement("cores", "Gt", "many")])))
 
 
-def test_inter_pod_constraints_are_counted_in_their_hard_forms_only() -> None:
+def test_inter_pod_constraints_are_read_in_their_hard_forms_only() -> None:
     term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
     spec = {
         "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term],
@@ -84,9 +84,44 @@ def test_inter_pod_constraints_are_counted_in_their_hard_forms_only() -> None:
             {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}],
     }
     parsed = model(with_spec(pod("p"), **spec))
-    assert (parsed.required_pod_affinity, parsed.required_pod_anti_affinity, parsed.hard_topology_spread) == (1, 2, 1)
+    counts = (len(parsed.affinity_terms), len(parsed.anti_affinity_terms), len(parsed.spread_constraints))
+    assert counts == (1, 2, 1)
+    (spread,) = parsed.spread_constraints
+    assert (spread.max_skew, spread.topology_key, spread.label_selector, spread.min_domains) == (1, "zone", None, 1)
+    assert (spread.node_affinity_policy, spread.node_taints_policy) == ("Honor", "Ignore")
     soft = model(with_spec(pod("p"), topologySpreadConstraints=[spec["topologySpreadConstraints"][1]]))
-    assert (soft.required_pod_affinity, soft.required_pod_anti_affinity, soft.hard_topology_spread) == (0, 0, 0)
+    assert (soft.affinity_terms, soft.anti_affinity_terms, soft.spread_constraints) == ((), (), ())
+
+
+def test_match_label_keys_are_merged_into_the_selectors_as_the_api_server_does() -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone",
+            "matchLabelKeys": ["job", "absent"], "mismatchLabelKeys": ["team"]}
+    spread = {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "minDomains": 3,
+              "labelSelector": {"matchLabels": {"app": "x"}}, "matchLabelKeys": ["job"],
+              "nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor"}
+    parsed = model(with_spec(pod("p", labels={"app": "x", "job": "1", "team": "a"}),
+                             affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+                             topologySpreadConstraints=[spread]))
+    (affinity,) = parsed.affinity_terms
+    assert affinity.label_selector is not None
+    assert affinity.label_selector.matches({"app": "x", "job": "1", "team": "b"})
+    assert not affinity.label_selector.matches({"app": "x", "job": "2", "team": "b"})
+    assert not affinity.label_selector.matches({"app": "x", "job": "1", "team": "a"})
+    (constraint,) = parsed.spread_constraints
+    assert (constraint.max_skew, constraint.min_domains) == (2, 3)
+    assert (constraint.node_affinity_policy, constraint.node_taints_policy) == ("Ignore", "Honor")
+    assert constraint.label_selector is not None and not constraint.label_selector.matches({"app": "x", "job": "2"})
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("maxSkew", 0, "maxSkew: must be at least 1"),
+    ("minDomains", 0, "minDomains: must be at least 1"),
+    ("nodeTaintsPolicy", "Sometimes", "nodeTaintsPolicy: must be Honor or Ignore"),
+])
+def test_bad_spread_constraints_are_named(field: str, value: object, message: str) -> None:
+    constraint = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", field: value}
+    with pytest.raises(InvalidInput, match=message):
+        model(with_spec(pod("p"), topologySpreadConstraints=[constraint]))
 
 
 def test_containers_sidecars_overhead_and_pod_level_resources() -> None:

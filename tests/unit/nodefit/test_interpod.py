@@ -52,7 +52,7 @@ def test_the_terms_are_parsed() -> None:
     parsed = models(holder(term(selector={"matchLabels": {"app": "web"},
                                           "matchExpressions": [{"key": "tier", "operator": "Exists"}]},
                                 namespaces=["x"], namespaceSelector={})))[0]
-    assert isinstance(parsed, Pod) and parsed.required_pod_anti_affinity == 1
+    assert isinstance(parsed, Pod) and len(parsed.anti_affinity_terms) == 1
     (found,) = parsed.anti_affinity_terms
     assert found.topology_key == ZONE and found.namespaces == ("x",)
     assert found.label_selector is not None and found.label_selector.matches({"app": "web", "tier": "1"})
