@@ -73,6 +73,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                 usage.add(allocation, cycle.gates)
             nodes = with_pods(nodes, late, grown.placement.nodes)
     blocked: dict[str, str] = {}
+    evaluated: dict[str, int] = {}  # per LocalQueue
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     extended = extended_claims(cycle.snapshot.claims.values())
@@ -83,6 +84,10 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   cluster_queue))
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
+        if evaluated.get(local.key, 0) >= cycle.queue_budget:
+            decisions.append(_behind(group, local, cycle.queue_budget))
+            continue
+        evaluated[local.key] = evaluated.get(local.key, 0) + 1
         decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps,
                            unfit.at(usage, nodes), extended)
         decisions.append(decision)
@@ -95,6 +100,13 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
             blocked[cluster_queue] = group.key
     return CycleResult(tuple(decisions), state, usage, steps.totals())
+
+
+def _behind(group: GroupView, local: LocalQueue, budget: int) -> Wait:
+    # The message names no count that changes from cycle to cycle, so the group's status is written once.
+    return Wait(group.key, WaitReason.BEHIND, f"behind {budget} groups of LocalQueue {local.key} that come first "
+                f"in its order; draq evaluates at most {budget} pending groups of a LocalQueue per cycle, and this "
+                "one when those ahead of it are admitted or leave", local.cluster_queue)
 
 
 class _Unfit:

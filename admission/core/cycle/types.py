@@ -17,6 +17,8 @@ from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, ObjectRef
 from admission.core.quota import Amounts, CompiledUnit, LocalQueue, Placement, Plan, QueueState, SelectionFilter
 
+DEFAULT_QUEUE_BUDGET = 64
+
 
 class WaitReason(StrEnum):
     """Why a group stays pending; also the PodGroup condition's reason."""
@@ -36,6 +38,7 @@ class WaitReason(StrEnum):
     UNIT_INVALID = "QuotaUnitInvalid"  # its queue quotes a unit that does not compile or fails on a device
     USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
     UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
+    BEHIND = "BehindInQueue"  # its LocalQueue's head took this cycle's evaluations (CycleInput.queue_budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,9 @@ class CycleInput:
     # Objects that do not parse or cannot be used: why. QuotaUnits named here are not in `units`; the groups
     # that need one of them wait with its reason.
     invalid: Mapping[ObjectRef, str] = field(default_factory=dict)
+    # The most pending groups of one LocalQueue evaluated per cycle (its head, in order); the rest wait
+    # unevaluated, so one tenant's thousands of groups cost the cycle no more than this many.
+    queue_budget: int = DEFAULT_QUEUE_BUDGET
 
 
 @dataclass(frozen=True, slots=True)
