@@ -27,3 +27,12 @@ def test_the_admission_cycle_benchmarks_run(admission_cycle: object, capsys: pyt
     printed = capsys.readouterr().out
     assert printed.count("run_cycle") == 2 and printed.count("charge_group") == 2
     assert "admitted" in printed
+
+
+def test_the_abuse_benchmark_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("bench_abuse", None)
+    bench = importlib.import_module("bench_abuse")
+    bench.main(100, 1)
+    printed = capsys.readouterr().out
+    assert "team/train Admit" in printed and "92 BehindInQueue, 8 DevicesUnavailable" in printed

@@ -56,7 +56,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
     decisions: list[GroupDecision] = []
-    pending = [g for g in cycle.groups if g.pending]
+    pending, behind = _queue_heads([g for g in cycle.groups if g.pending], cycle)
+    decisions.extend(behind)
     early = [_precheck(g, cycle) for g in pending]
     decisions.extend(w for w in early if w is not None)
     ready = [g for g, w in zip(pending, early, strict=True) if w is None]
@@ -73,7 +74,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                 usage.add(allocation, cycle.gates)
             nodes = with_pods(nodes, late, grown.placement.nodes)
     blocked: dict[str, str] = {}
-    evaluated: dict[str, int] = {}  # per LocalQueue
+    misses: dict[str, int] = {}  # per LocalQueue: groups evaluated and not admitted
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     extended = extended_claims(cycle.snapshot.claims.values())
@@ -84,10 +85,10 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   cluster_queue))
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
-        if evaluated.get(local.key, 0) >= cycle.queue_budget:
-            decisions.append(_behind(group, local, cycle.queue_budget))
+        if misses.get(local.key, 0) >= cycle.queue_misses:
+            decisions.append(Wait(group.key, WaitReason.BEHIND, _behind_message(local.key, cycle),
+                                  local.cluster_queue))
             continue
-        evaluated[local.key] = evaluated.get(local.key, 0) + 1
         decision = _decide(group, local, allocator, usage, nodes, inventory, state, cycle, steps,
                            unfit.at(usage, nodes), extended)
         decisions.append(decision)
@@ -97,16 +98,38 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                 usage.add(allocation, cycle.gates)
             nodes = with_pods(nodes, group.pods, decision.placement.nodes)
             unfit.admitted(allocator, usage, decision.placement.nodes.values())
-        elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
-            blocked[cluster_queue] = group.key
+        else:
+            misses[local.key] = misses.get(local.key, 0) + 1
+            if state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
+                blocked[cluster_queue] = group.key
     return CycleResult(tuple(decisions), state, usage, steps.totals())
 
 
-def _behind(group: GroupView, local: LocalQueue, budget: int) -> Wait:
-    # The message names no count that changes from cycle to cycle, so the group's status is written once.
-    return Wait(group.key, WaitReason.BEHIND, f"behind {budget} groups of LocalQueue {local.key} that come first "
-                f"in its order; draq evaluates at most {budget} pending groups of a LocalQueue per cycle, and this "
-                "one when those ahead of it are admitted or leave", local.cluster_queue)
+def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[GroupView], list[Wait]]:
+    """The first `queue_budget` pending groups of each LocalQueue, in its order; the others wait unevaluated."""
+    by_queue: dict[str, list[GroupView]] = {}
+    for group in pending:
+        by_queue.setdefault(f"{group.namespace}/{group.queue}", []).append(group)
+    heads: list[GroupView] = []
+    behind: list[Wait] = []
+    for key, groups in by_queue.items():
+        if len(groups) <= cycle.queue_budget:
+            heads.extend(groups)
+            continue
+        groups.sort(key=lambda g: (-g.priority, g.created, g.key))
+        heads.extend(groups[:cycle.queue_budget])
+        local = cycle.local_queues.get(key)
+        cluster_queue = local.cluster_queue if local is not None else ""
+        message = _behind_message(key, cycle)
+        behind.extend(Wait(g.key, WaitReason.BEHIND, message, cluster_queue) for g in groups[cycle.queue_budget:])
+    return heads, behind
+
+
+def _behind_message(local_queue: str, cycle: CycleInput) -> str:
+    # No count that changes from cycle to cycle, so the group's status is written once.
+    return (f"waits behind groups that come first in LocalQueue {local_queue}: each cycle considers at most "
+            f"{cycle.queue_budget} pending groups of a LocalQueue and stops after {cycle.queue_misses} of them are "
+            "not admitted; this group is considered once those ahead of it are admitted or leave")
 
 
 class _Unfit:

@@ -18,6 +18,7 @@ from admission.core.models import AllocationResult, ObjectRef
 from admission.core.quota import Amounts, CompiledUnit, LocalQueue, Placement, Plan, QueueState, SelectionFilter
 
 DEFAULT_QUEUE_BUDGET = 64
+DEFAULT_QUEUE_MISSES = 8
 
 
 class WaitReason(StrEnum):
@@ -121,9 +122,11 @@ class CycleInput:
     # Objects that do not parse or cannot be used: why. QuotaUnits named here are not in `units`; the groups
     # that need one of them wait with its reason.
     invalid: Mapping[ObjectRef, str] = field(default_factory=dict)
-    # The most pending groups of one LocalQueue evaluated per cycle (its head, in order); the rest wait
-    # unevaluated, so one tenant's thousands of groups cost the cycle no more than this many.
+    # Per LocalQueue and cycle: the most pending groups considered (its head, in its order), and how many of
+    # them may be evaluated without being admitted before the rest of the queue waits. The others wait
+    # unevaluated, so one tenant's thousands of never-fitting groups cost each cycle a few evaluations.
     queue_budget: int = DEFAULT_QUEUE_BUDGET
+    queue_misses: int = DEFAULT_QUEUE_MISSES
 
 
 @dataclass(frozen=True, slots=True)
