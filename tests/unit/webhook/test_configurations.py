@@ -125,3 +125,22 @@ def test_the_options_defaults_are_the_settings_defaults() -> None:
     for name in ("host", "port", "namespace", "draq_user", "target", "resync_seconds", "cert_reload_seconds",
                  "manage_configurations"):
         assert getattr(settings, name) == getattr(defaults, name), name
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"containers": [{"name": "c"}]}, False),
+    ({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "hugepages-2Mi": "2Mi"}}}]}, False),
+    ({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}, True),
+    ({"containers": [{"name": "c"}], "initContainers": [{"name": "i", "resources": {"requests": {"x.io/fpga": "1"}}}]},
+     True),
+    ({"containers": [{"name": "c", "resources": {"requests": {"deviceclass.resource.kubernetes.io/gpu": "1"}}}]},
+     True),
+    ({"containers": [{"name": "c"}], "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]}, True),
+])
+def test_unlabelled_pods_of_opt_in_namespaces_are_validated_when_they_use_devices(spec: dict[str, Any],
+                                                                                   expected: bool) -> None:
+    [managed] = [w for w in pod_webhooks("pods.") if w["name"] == "pods.managed.draq.io"]
+    ns = namespace_labels("team", **{"draq.io/managed": "true"})
+    assert sent(managed, ns, "CREATE", {"metadata": {"labels": {}}, "spec": spec}) is expected
+    [gate] = [w for w in pod_webhooks("gate-pods") if w["name"] == "gate-pods.managed.draq.io"]
+    assert not sent(gate, ns, "CREATE", {"metadata": {"labels": {}}, "spec": spec})  # never gated without a queue
