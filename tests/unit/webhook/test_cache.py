@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from admission.core.review.envelope import ObjectRef
 from admission.kube import kinds
 from admission.kube.client import KubeApiError
@@ -302,3 +304,17 @@ def test_an_owner_is_read_live_once_and_a_failure_gives_no_owner() -> None:
         assert api.gets.count("/apis/apps/v1/namespaces/team/daemonsets/made-up") == 1
 
     asyncio.run(go())
+
+
+def test_an_owner_that_does_not_answer_in_time_gives_no_owner(caplog: pytest.LogCaptureFixture) -> None:
+    class SlowApi(FakeApi):
+        async def get(self, path: str, params: Any = None) -> dict[str, Any]:
+            await asyncio.sleep(5)
+            return {}
+
+    async def go() -> None:
+        cache = WebhookCache(SlowApi(), owner_timeout=0.05)  # type: ignore[arg-type]
+        assert await cache.fetch((ObjectRef("DaemonSet", "team", "agent"),)) is None
+
+    asyncio.run(asyncio.wait_for(go(), 2))
+    assert "reading owner DaemonSet team/agent" in caplog.text and "the pod gets no exemption" in caplog.text
