@@ -144,3 +144,17 @@ def test_unlabelled_pods_of_opt_in_namespaces_are_validated_when_they_use_device
     assert sent(managed, ns, "CREATE", {"metadata": {"labels": {}}, "spec": spec}) is expected
     [gate] = [w for w in pod_webhooks("gate-pods") if w["name"] == "gate-pods.managed.draq.io"]
     assert not sent(gate, ns, "CREATE", {"metadata": {"labels": {}}, "spec": spec})  # never gated without a queue
+
+
+def test_the_policy_options_reach_the_settings_and_bad_ones_are_named() -> None:
+    settings = cli.settings_from(parse("--device-policy", "allow", "--exempt-owner-kind", "DaemonSet",
+                                       "--exempt-owner-kind", "DaemonSet", "--max-pending-groups", "0"))
+    assert (settings.device_policy, settings.exempt_owner_kinds, settings.max_pending_groups) == (
+        "allow", ("DaemonSet",), 0)
+    defaults = cli.settings_from(parse())
+    assert (defaults.device_policy, defaults.exempt_owner_kinds, defaults.max_pending_groups) == (
+        "require-queue", (), 1000)
+    with pytest.raises(InvalidInput, match="--exempt-owner-kind: Deployment cannot be verified"):
+        cli.settings_from(parse("--exempt-owner-kind", "Deployment"))
+    with pytest.raises(InvalidInput, match="--max-pending-groups: -1"):
+        cli.settings_from(parse("--max-pending-groups", "-1"))
