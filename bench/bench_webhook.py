@@ -63,6 +63,18 @@ class StaticLookups:
     def device_class(self, name: str) -> Mapping[str, Any] | None:
         return None
 
+    def lease(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return None
+
+    def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return None
+
+    def pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return None
+
+    def pending_groups(self, namespace: str, local_queue: str) -> int:
+        return 0
+
 
 async def serve(ca_file: Path) -> tuple[Any, int]:
     from admission.core.review import GatingPolicy

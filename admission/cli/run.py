@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from prometheus_client import CollectorRegistry
 
+from admission.cli.admission_policy import add_policy_options, policy_settings
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import normalize_version
 from admission.core.leadership import ElectionTiming
@@ -75,6 +76,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "and reloaded) instead of issuing one from draq's CA Secret")
     parser.add_argument("--key-file", type=Path, help="key of --cert-file")
     parser.add_argument("--ca-file", type=Path, help="CA of --cert-file, published as the webhooks' caBundle")
+    add_policy_options(parser)
     parser.add_argument("--no-webhook-configurations", action="store_true",
                         help="do not create or update the webhook configurations (another owner, such as the "
                              "Helm chart, keeps them)")
@@ -130,7 +132,8 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
                            port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts,
                            draq_user=args.draq_user or f"system:serviceaccount:{args.namespace}:draq",
                            cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
-                           manage_configurations=not args.no_webhook_configurations)
+                           manage_configurations=not args.no_webhook_configurations,
+                           **policy_settings(args, "draq run"))
 
 
 def metrics_address_from(args: argparse.Namespace) -> tuple[str, int] | None:

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from admission.cli.admission_policy import add_policy_options, policy_settings
 from admission.cli.run import METRICS_PORT
 from admission.core.errors import DraqError, InvalidInput
 from admission.webhook.configurations import WebhookTarget, configurations
@@ -54,6 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, default=0,
                         help="plain-HTTP port for /metrics, /healthz and /readyz (default 0: none; draq run, "
                              f"which runs the webhooks too, serves them on {METRICS_PORT})")
+    add_policy_options(parser)
     parser.add_argument("--print-configurations", action="store_true",
                         help="print the webhook configurations as YAML manifests and exit")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -87,7 +89,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         namespace=args.namespace, draq_user=args.draq_user, target=target, cert_hosts=tuple(hosts),
         cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
         manage_configurations=not args.no_configurations, cert_reload_seconds=args.cert_reload_seconds,
-        resync_seconds=args.resync_seconds,
+        resync_seconds=args.resync_seconds, **policy_settings(args, "draq webhook"),
     )
 
 

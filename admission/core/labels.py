@@ -22,6 +22,12 @@ MANAGED_LABEL = "draq.io/managed"
 """On a Namespace: `"true"` puts its pods under draq."""
 DEFAULT_QUEUE_LABEL = "draq.io/default-queue"
 """On a Namespace: the LocalQueue its pods use when they name none (and it makes the namespace managed)."""
+DEVICE_POLICY_LABEL = "draq.io/device-policy"
+"""On a managed Namespace: whether pods that use devices must go through a queue (`require-queue`) or may
+run outside every queue (`allow`); without it, the webhook's default applies."""
+REQUIRE_QUEUE = "require-queue"
+ALLOW_OFF_QUEUE = "allow"
+DEVICE_POLICIES = (REQUIRE_QUEUE, ALLOW_OFF_QUEUE)
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "draq"

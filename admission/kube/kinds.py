@@ -14,6 +14,9 @@ SECRETS = Resource("", "v1", "secrets", "Secret", True)
 EVENTS = Resource("", "v1", "events", "Event", True)
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
+DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
+REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEVICE_CLASSES = Resource(*_DRA, "deviceclasses", "DeviceClass", False)
 RESOURCE_SLICES = Resource(*_DRA, "resourceslices", "ResourceSlice", False)
@@ -30,7 +33,7 @@ MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebh
 VALIDATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                                "ValidatingWebhookConfiguration", False)
 
-ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, LEASES, DEVICE_CLASSES, RESOURCE_SLICES,
-       RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES, QUOTA_UNITS, POD_GROUPS, DEVICE_TAINT_RULES,
-       WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
+ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, DAEMON_SETS, STATEFUL_SETS, REPLICA_SETS,
+       LEASES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES,
+       QUOTA_UNITS, POD_GROUPS, DEVICE_TAINT_RULES, WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
 BY_KIND = {resource.kind: resource for resource in ALL}

@@ -20,6 +20,7 @@ from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock, timestamp
 from admission.operator.cache import OperatorCache
+from admission.operator.events import EventBook, EventKey, Posted
 from admission.operator.leader import NO_FENCE, Fence, FencedClient
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class Writer:
         self.cache = cache
         self.clock = clock
         self._refused_pins: set[tuple[str, str]] = set()  # (pod uid, node) whose refusal has an Event
+        self.events = EventBook()
 
     def now(self) -> str:
         return timestamp(self.clock.now())
@@ -177,9 +179,28 @@ class Writer:
 
     # ----- events -----------------------------------------------------------------------------------
     async def event(self, involved: Mapping[str, Any], reason: str, message: str, warning: bool = False) -> None:
+        """Post an Event, or update the one this object already has for `reason` (`events.EventBook`)."""
         meta = involved.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        stamp = self.now()
+        key = (namespace, str(involved.get("kind")), str(meta.get("name")), str(meta.get("uid")), reason)
+        now, stamp = self.clock.monotonic(), self.now()
+        try:
+            posted = self.events.posted(key)
+            if posted is not None:
+                if self.events.due(posted, now):
+                    await self._update_event(key, posted, namespace, message, stamp, now)
+                return
+            if not self.events.may_create(namespace, now):
+                log.debug("event %s for %s/%s skipped: too many new Events in the namespace", reason, namespace,
+                          meta.get("name"))
+                return
+            await self._create_event(key, involved, namespace, reason, message, warning, stamp, now)
+        except KubeApiError as err:  # an Event is a courtesy: never fail a cycle for it
+            log.warning("event %s for %s/%s: %s", reason, namespace, meta.get("name"), err)
+
+    async def _create_event(self, key: EventKey, involved: Mapping[str, Any], namespace: str, reason: str,
+                            message: str, warning: bool, stamp: str, now: float) -> None:
+        meta = involved.get("metadata") or {}
         body = {"apiVersion": "v1", "kind": "Event",
                 "metadata": {"generateName": f"{meta.get('name')}.", "namespace": namespace},
                 "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
@@ -188,7 +209,20 @@ class Writer:
                 "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
                 "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
                 "source": {"component": COMPONENT}, "reportingComponent": COMPONENT}
+        created = await self.api.create(kinds.EVENTS.collection_path(namespace), body)
+        name = (created.get("metadata") or {}).get("name")
+        if isinstance(name, str) and name:
+            self.events.remember(key, Posted(name, 1, stamp, now))
+
+    async def _update_event(self, key: EventKey, posted: Posted, namespace: str, message: str, stamp: str,
+                            now: float) -> None:
+        count = posted.count + posted.unsent + 1
         try:
-            await self.api.create(kinds.EVENTS.collection_path(namespace), body)
-        except KubeApiError as err:  # an Event is a courtesy: never fail a cycle for it
-            log.warning("event %s for %s/%s: %s", reason, namespace, meta.get("name"), err)
+            await self.api.merge_patch(kinds.EVENTS.object_path(namespace, posted.name),
+                                       {"count": count, "lastTimestamp": stamp, "message": message[:1024]})
+        except KubeApiError as err:
+            if err.status == 404:  # expired (the API server keeps Events an hour): the next one is new
+                self.events.forget(key)
+                return
+            raise
+        posted.count, posted.unsent, posted.written = count, 0, now

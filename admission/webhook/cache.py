@@ -10,6 +10,7 @@ that asks for it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 def _kept_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = metadata(obj)
-    return {k: meta[k] for k in ("name", "namespace", "labels", "resourceVersion") if k in meta}
+    return {k: meta[k] for k in ("name", "namespace", "uid", "labels", "resourceVersion") if k in meta}
 
 
 def _with_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,9 +47,31 @@ def _job_size(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _kept_metadata(obj), "spec": size}
 
 
-WEBHOOK_RESOURCES: tuple[Watch, ...] = table((*SHARED, kinds.JOBS), {"Namespace": _metadata_only, "Job": _job_size},
-                                              default=lambda resource: _with_spec)
-"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata), and Jobs' sizes."""
+def _pending_count(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A LocalQueue's spec and the pending groups its status counts (the cap on pending groups reads both)."""
+    status = obj.get("status")
+    pending = status.get("pendingGroups") if isinstance(status, Mapping) else None
+    return {**_with_spec(obj), "status": {"pendingGroups": pending} if isinstance(pending, int) else {}}
+
+
+def _pod_group_phase(obj: Mapping[str, Any]) -> dict[str, Any]:
+    spec, status = obj.get("spec"), obj.get("status")
+    queue = spec.get("queue") if isinstance(spec, Mapping) else None
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return {"metadata": _kept_metadata(obj), "spec": {"queue": queue}, "status": {"phase": phase or "Pending"}}
+
+
+WEBHOOK_RESOURCES: tuple[Watch, ...] = table(
+    (*SHARED, kinds.JOBS, kinds.POD_GROUPS),
+    {"Namespace": _metadata_only, "Job": _job_size, "LocalQueue": _pending_count, "PodGroup": _pod_group_phase},
+    default=lambda resource: _with_spec)
+"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata), Jobs' sizes, and
+PodGroups' queues and phases (for the cap on pending groups)."""
+
+OWNER_RESOURCES = {resource.kind: resource for resource in (kinds.DAEMON_SETS, kinds.STATEFUL_SETS,
+                                                             kinds.REPLICA_SETS, kinds.JOBS)}
+"""The controller kinds a pod's owner exemption may name: read live (Jobs: from the cache) to verify the uid."""
+PENDING_PHASES = frozenset({"Pending", "Evicted"})
 
 
 class _Stores:
@@ -85,6 +108,22 @@ class _Stores:
     def lease(self, namespace: str, name: str) -> JsonObject | None:
         return self._get("Lease", namespace, name)
 
+    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
+        return self._get(kind, namespace, name) if kind in OWNER_RESOURCES else None
+
+    def pod_group(self, namespace: str, name: str) -> JsonObject | None:
+        return self._get("PodGroup", namespace, name)
+
+    def pending_groups(self, namespace: str, local_queue: str) -> int:
+        """The larger of the LocalQueue's status.pendingGroups (the operator's last count) and its PodGroups
+        pending now: each may be behind the other by a cycle."""
+        queue = self._get("LocalQueue", namespace, local_queue)
+        counted = (queue or {}).get("status", {}).get("pendingGroups") or 0
+        live = sum(1 for group in self._all("PodGroup")
+                   if group["metadata"].get("namespace") == namespace and group["spec"].get("queue") == local_queue
+                   and group["status"].get("phase") in PENDING_PHASES)
+        return max(counted, live)
+
 
 class FetchedView(_Stores):
     """The shared cache plus objects fetched for one decision; only that decision sees them."""
@@ -106,8 +145,9 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
     """`Lookups` for the decisions, from the reflectors' stores."""
 
     def __init__(self, api: Client, resources: tuple[Watch, ...] = WEBHOOK_RESOURCES,
-                 miss_memory: float = 1.0, clock: Clock = SYSTEM_CLOCK) -> None:
+                 miss_memory: float = 1.0, clock: Clock = SYSTEM_CLOCK, owner_timeout: float = 2.0) -> None:
         self._api = api
+        self._owner_timeout = owner_timeout
         ReflectorSet.__init__(self, (Reflector(api, res, project) for res, project in resources))
         self._recent_misses: dict[ObjectRef, float] = {}
         self._miss_memory = miss_memory
@@ -133,6 +173,11 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
                 if lease is not None:
                     fetched.setdefault(ref.kind, {})[(ref.namespace, ref.name)] = lease
                 continue
+            if ref.kind in OWNER_RESOURCES and ref.kind not in self.reflectors:
+                owner = await self._fetch_owner(ref, now)
+                if owner is not None:
+                    fetched.setdefault(ref.kind, {})[(ref.namespace, ref.name)] = owner
+                continue
             reflector = self.reflectors.get(ref.kind)
             if reflector is None or now - self._recent_misses.get(ref, -1e9) < self._miss_memory:
                 continue
@@ -153,6 +198,32 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
             log.warning("reading %s: %s", ref, err)
             return None
         return {k: lease[k] for k in ("metadata", "spec") if k in lease}
+
+    async def _fetch_owner(self, ref: ObjectRef, now: float) -> dict[str, Any] | None:
+        """A pod's controller owner, read live with a short timeout; None (no exemption) on any failure."""
+        if now - self._recent_misses.get(ref, -1e9) < self._miss_memory:
+            return None
+        try:
+            path = OWNER_RESOURCES[ref.kind].object_path(ref.namespace, ref.name)
+            obj = await asyncio.wait_for(self._api.get(path), self._owner_timeout)
+        except InvalidName as err:
+            log.info("not reading owner %s: %s", ref, err)
+            self._recent_misses[ref] = now
+            return None
+        except KubeApiError as err:
+            if err.status == 404:
+                self._recent_misses[ref] = now
+            else:
+                log.warning("reading owner %s: %s; the pod gets no exemption", ref, err)
+            return None
+        except (TimeoutError, OSError) as err:
+            log.warning("reading owner %s: %s; the pod gets no exemption", ref, err or "timed out")
+            return None
+        projected = {"metadata": _kept_metadata(obj)}
+        if (projected["metadata"].get("namespace"), projected["metadata"].get("name")) != (ref.namespace, ref.name):
+            log.warning("reading owner %s answered a different object; ignored", ref)
+            return None
+        return projected
 
     async def _fetch_one(self, reflector: Reflector, ref: ObjectRef, now: float) -> dict[str, Any] | None:
         resource = reflector.resource

@@ -185,14 +185,33 @@ def _has_gate(obj: str) -> str:
             f"{obj}.spec.schedulingGates.exists(g, g.name == {_cel_string(GATE)}))")
 
 
+def _device_resource(name: str) -> str:
+    """An extended resource (a device plugin's, or one a DRA class serves), as the webhook counts them."""
+    return (f"({name}.contains('/') && (!{name}.contains('kubernetes.io') || "
+            f"{name}.startsWith('deviceclass.resource.kubernetes.io/')))")
+
+
+def _uses_devices(obj: str) -> str:
+    """The pod has DRA claims, or a container (init containers too) requests or limits an extended resource."""
+    def containers(field: str) -> str:
+        quantities = " || ".join(
+            f"(has(c.resources.{part}) && c.resources.{part}.exists(r, {_device_resource('r')}))"
+            for part in ("requests", "limits"))
+        return f"(has({obj}.spec.{field}) && {obj}.spec.{field}.exists(c, has(c.resources) && ({quantities})))"
+    claims = f"(has({obj}.spec.resourceClaims) && size({obj}.spec.resourceClaims) > 0)"
+    return f"(has({obj}.spec) && ({claims} || {containers('containers')} || {containers('initContainers')}))"
+
+
 def pod_condition(scope: Scope) -> dict[str, str]:
     """Which pod requests the validating webhook is sent, within its scope's namespaces.
 
-    CREATE: every pod, or in a scope of queue-labelled pods only those labelled. UPDATE: pods whose
-    old object carries the queue label or draq's gate (every pod draq gated has both; one that lost
-    its label still has the gate), so updates of pods draq never gated are not sent.
+    CREATE: every pod, or in a scope of queue-labelled pods those labelled and those that use devices (the
+    namespace's device policy may refuse them outside a queue). UPDATE: pods whose old object carries the
+    queue label or draq's gate (every pod draq gated has both; one that lost its label still has the gate),
+    so updates of pods draq never gated are not sent.
     """
-    created = _has_label("object", QUEUE_LABEL) if scope.queue_labelled_only else "true"
+    created = (f"{_has_label('object', QUEUE_LABEL)} || {_uses_devices('object')}" if scope.queue_labelled_only
+               else "true")
     updated = f"{_has_label('oldObject', QUEUE_LABEL)} || {_has_gate('oldObject')}"
     return {"name": "create-or-gated-or-queued-update",
             "expression": f"request.operation == 'CREATE' ? {created} : ({updated})"}

@@ -60,6 +60,12 @@ class WebhookSettings:
     resync_seconds: float = 60.0
     # How often externally provided certificate files are checked for changes.
     cert_reload_seconds: float = 10.0
+    # Managed namespaces without draq.io/device-policy: require-queue or allow.
+    device_policy: str = GatingPolicy().default_device_policy
+    # Controller kinds whose pods stay outside queues (once the owner is read and its uid matches).
+    exempt_owner_kinds: tuple[str, ...] = ()
+    # The cap on pending groups of a LocalQueue that sets no spec.maxPendingGroups (0: none).
+    max_pending_groups: int = GatingPolicy().max_pending_groups
 
 
 class WebhookService:
@@ -81,7 +87,10 @@ class WebhookService:
         await self.cache.start()
         await self._start_certificates()
         native = await self._native_gangs()
-        policy = GatingPolicy(settings.draq_user, native, lease_namespace=settings.namespace)
+        policy = GatingPolicy(settings.draq_user, native, lease_namespace=settings.namespace,
+                              default_device_policy=settings.device_policy,
+                              exempt_owner_kinds=frozenset(settings.exempt_owner_kinds),
+                              max_pending_groups=settings.max_pending_groups)
         handlers = AdmissionHandlers(self.cache, policy, self.cache, self.metrics)
         self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port)
         if settings.manage_configurations:

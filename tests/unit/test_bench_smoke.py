@@ -42,3 +42,12 @@ def test_the_declared_shape_benchmark_runs(declared_shapes: object, capsys: pyte
     declared, created = capsys.readouterr().out.splitlines()
     assert "2 admitted (32 GPUs)" in declared and "16 slots reserved" in declared
     assert "2 admitted (32 GPUs)" in created and "0 slots reserved" in created
+
+
+def test_the_abuse_benchmark_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("bench_abuse", None)
+    bench = importlib.import_module("bench_abuse")
+    bench.main(100, 1)
+    printed = capsys.readouterr().out
+    assert "team/train Admit" in printed and "92 BehindInQueue, 8 DevicesUnavailable" in printed

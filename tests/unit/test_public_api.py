@@ -56,9 +56,10 @@ PUBLIC = {
         "parse_kind", "read_objects", "render_text"
     ],
     "admission.core.review": [
-        "AdmissionRequest", "Decision", "GatingPolicy", "JsonObject", "Lookups", "MalformedReview", "ObjectRef",
-        "QueueChoice", "job_group_min", "label_value", "malformed_response", "mutate", "namespace_is_managed",
-        "parse_review", "pod_queue", "render_response", "request_uid", "uid_from_prefix", "validate"
+        "AdmissionRequest", "Decision", "EXEMPTIBLE_OWNER_KINDS", "GatingPolicy", "JsonObject", "Lookups",
+        "MalformedReview", "ObjectRef", "QueueChoice", "device_use", "job_group_min", "label_value",
+        "malformed_response", "mutate", "namespace_is_managed", "parse_review", "pending_cap", "pod_queue",
+        "render_response", "request_uid", "uid_from_prefix", "validate"
     ],
     "admission.core.telemetry": [
         "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo",

@@ -59,7 +59,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
     decisions: list[GroupDecision] = []
-    pending = [g for g in cycle.groups if g.pending]
+    pending, behind = _queue_heads([g for g in cycle.groups if g.pending], cycle)
+    decisions.extend(behind)
     gangs = {g.key: gang_of(g) for g in pending}
     early = [_precheck(g, gangs[g.key], cycle) for g in pending]
     decisions.extend(w for w in early if w is not None)
@@ -77,6 +78,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                 usage.add(allocation, cycle.gates)
             nodes = with_pods(nodes, [p for p in late if p.key not in grown.joined], grown.placement.nodes)
     blocked: dict[str, str] = {}
+    misses: dict[str, int] = {}  # per LocalQueue: groups evaluated and not admitted
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     extended = extended_claims(cycle.snapshot.claims.values())
@@ -87,6 +89,10 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   cluster_queue))
             continue
         local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
+        if misses.get(local.key, 0) >= cycle.queue_misses:
+            decisions.append(Wait(group.key, WaitReason.BEHIND, _behind_message(local.key, cycle),
+                                  local.cluster_queue))
+            continue
         gang = gangs[group.key]
         decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
                            unfit.at(usage, nodes), extended)
@@ -97,11 +103,39 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                 usage.add(allocation, cycle.gates)
             nodes = with_pods(nodes, gang.pods, decision.placement.nodes)
             unfit.admitted(allocator, usage, decision.placement.nodes.values())
-        elif decision.reason is WaitReason.NEVER_FITS:
-            continue  # it would block its queue for good
-        elif state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
-            blocked[cluster_queue] = group.key
+        else:
+            misses[local.key] = misses.get(local.key, 0) + 1
+            if decision.reason is not WaitReason.NEVER_FITS and \
+                    state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
+                blocked[cluster_queue] = group.key  # a group that never fits would block its queue for good
     return CycleResult(tuple(decisions), state, usage, steps.totals())
+
+
+def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[GroupView], list[Wait]]:
+    """The first `queue_budget` pending groups of each LocalQueue, in its order; the others wait unevaluated."""
+    by_queue: dict[str, list[GroupView]] = {}
+    for group in pending:
+        by_queue.setdefault(f"{group.namespace}/{group.queue}", []).append(group)
+    heads: list[GroupView] = []
+    behind: list[Wait] = []
+    for key, groups in by_queue.items():
+        if len(groups) <= cycle.queue_budget:
+            heads.extend(groups)
+            continue
+        groups.sort(key=lambda g: (-g.priority, g.created, g.key))
+        heads.extend(groups[:cycle.queue_budget])
+        local = cycle.local_queues.get(key)
+        cluster_queue = local.cluster_queue if local is not None else ""
+        message = _behind_message(key, cycle)
+        behind.extend(Wait(g.key, WaitReason.BEHIND, message, cluster_queue) for g in groups[cycle.queue_budget:])
+    return heads, behind
+
+
+def _behind_message(local_queue: str, cycle: CycleInput) -> str:
+    # No count that changes from cycle to cycle, so the group's status is written once.
+    return (f"waits behind groups that come first in LocalQueue {local_queue}: each cycle considers at most "
+            f"{cycle.queue_budget} pending groups of a LocalQueue and stops after {cycle.queue_misses} of them are "
+            "not admitted; this group is considered once those ahead of it are admitted or leave")
 
 
 class _Unfit:

@@ -17,6 +17,9 @@ from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, ObjectRef
 from admission.core.quota import Amounts, CompiledUnit, LocalQueue, Placement, Plan, QueueState, SelectionFilter
 
+DEFAULT_QUEUE_BUDGET = 64
+DEFAULT_QUEUE_MISSES = 8
+
 
 class WaitReason(StrEnum):
     """Why a group stays pending; also the PodGroup condition's reason."""
@@ -38,6 +41,7 @@ class WaitReason(StrEnum):
     UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
     # its declared shape fits neither the empty cluster nor its ClusterQueue's limits: waiting cannot help
     NEVER_FITS = "NeverAdmissible"
+    BEHIND = "BehindInQueue"  # its LocalQueue's head took this cycle's evaluations (CycleInput.queue_budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,11 @@ class CycleInput:
     # Objects that do not parse or cannot be used: why. QuotaUnits named here are not in `units`; the groups
     # that need one of them wait with its reason.
     invalid: Mapping[ObjectRef, str] = field(default_factory=dict)
+    # Per LocalQueue and cycle: the most pending groups considered (its head, in its order), and how many of
+    # them may be evaluated without being admitted before the rest of the queue waits. The others wait
+    # unevaluated, so one tenant's thousands of never-fitting groups cost each cycle a few evaluations.
+    queue_budget: int = DEFAULT_QUEUE_BUDGET
+    queue_misses: int = DEFAULT_QUEUE_MISSES
 
 
 @dataclass(frozen=True, slots=True)

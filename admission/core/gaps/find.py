@@ -19,6 +19,8 @@ from admission.core.nodefit import pod_requests
 from admission.core.quota import CompiledUnit, Counting, Inventory, extended_resource_class
 
 _SHOWN = 3
+OFF_QUEUE = frozenset({Place.OUTSIDE, Place.ALLOWED})
+_OFF_QUEUE_KINDS = frozenset({GapKind.OUTSIDE_QUEUES, GapKind.ALLOWED_OFF_QUEUE})
 
 
 def find_gaps(data: GapInput) -> GapReport:
@@ -40,7 +42,7 @@ def _accounts(data: GapInput, holdings: Holdings) -> tuple[Account, ...]:
     held: dict[tuple[str, str, str], Fraction] = defaultdict(Fraction)
     charged: dict[tuple[str, str, str], Fraction] = defaultdict(Fraction)
     for holding in holdings.items:
-        queue = "" if holding.place.place is Place.OUTSIDE else holding.place.cluster_queue
+        queue = "" if holding.place.place in OFF_QUEUE else holding.place.cluster_queue
         for unit, amount in holding.amounts:
             held[(holding.namespace, queue, unit)] += amount
     for group in data.pod_groups:
@@ -105,13 +107,15 @@ def _held_without_charge(data: GapInput, holdings: Holdings) -> list[Gap]:
 def _unadmitted_kind(place: PodPlace) -> GapKind | None:
     if place.place is Place.OUTSIDE:
         return GapKind.OUTSIDE_QUEUES
+    if place.place is Place.ALLOWED:
+        return GapKind.ALLOWED_OFF_QUEUE
     if place.place is Place.BYPASSED:
         return GapKind.BYPASSED_ADMISSION
     return None
 
 
 def _held_gap(kind: GapKind, namespace: str, queue: str, unit: str, entry: _Held) -> Gap:
-    where = f"outside every queue in namespace {namespace}" if kind is GapKind.OUTSIDE_QUEUES else \
+    where = f"outside every queue in namespace {namespace}" if kind in _OFF_QUEUE_KINDS else \
         f"without an admission in namespace {namespace} (ClusterQueue {queue or '(unknown)'})"
     message = (f"{measured(unit, entry.size)} held {where} by {_listed(entry.objects)}; "
                f"{'; '.join(entry.reasons)}")
@@ -125,7 +129,7 @@ def _uncounted(data: GapInput) -> list[Gap]:
     found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
     for pod in sorted(data.snapshot.pods.values(), key=lambda p: p.key):
         place = placer.place(pod) if is_live(pod) else None
-        if place is None or place.place is Place.OUTSIDE:
+        if place is None or place.place in OFF_QUEUE:
             continue
         for resource, amount in sorted(pod_requests(pod).items()):
             if is_extended(resource) and amount and not _counted(resource, data.units, classes):

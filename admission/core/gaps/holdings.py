@@ -130,7 +130,7 @@ class _Finder:
         for unit in self.data.units:
             values += [(unit.name, amount * e.counts_as) for r, amount in extended.items()
                        if (e := unit.unit.extended(r)) is not None]
-            if unit.unit.counting is Counting.CORE and place.place is not Place.OUTSIDE:
+            if unit.unit.counting is Counting.CORE and place.place not in (Place.OUTSIDE, Place.ALLOWED):
                 values.append((unit.name, requests.get(unit.unit.resource, Fraction(0))))
         amounts = Amounts.of(values)
         if not amounts:

@@ -24,6 +24,7 @@ class GapKind(StrEnum):
 
     CHARGE_DIFFERS = "ChargeDiffers"
     OUTSIDE_QUEUES = "OutsideQueues"
+    ALLOWED_OFF_QUEUE = "AllowedOffQueue"
     BYPASSED_ADMISSION = "BypassedAdmission"
     UNCOUNTED_EXTENDED = "UncountedExtendedResource"
     EXTENDED_VIA_DRA = "ExtendedResourceViaDRA"
@@ -35,6 +36,8 @@ class GapKind(StrEnum):
 MEANING: dict[GapKind, str] = {
     GapKind.CHARGE_DIFFERS: "a running group's recorded charge differs from what its claims really hold",
     GapKind.OUTSIDE_QUEUES: "devices held by pods outside every queue (or by claims no running pod uses)",
+    GapKind.ALLOWED_OFF_QUEUE: "devices held outside every queue in a managed namespace, as its device policy or "
+                               "an owner exemption allows",
     GapKind.BYPASSED_ADMISSION: "devices held by pods of a queue that draq did not admit",
     GapKind.UNCOUNTED_EXTENDED: "pods in queues request an extended resource that no QuotaUnit counts",
     GapKind.EXTENDED_VIA_DRA: "the scheduler served an extended resource with DRA devices that the unit "

@@ -4,8 +4,11 @@ One module per object kind, as a controller's mutating and validating paths:
 
 - `pod_mutation`: Pod CREATE in a managed namespace that names a LocalQueue gets the scheduling gate
   `draq.io/admission` and the labels the operator reads (queue, pod group, group minimum).
-- `pod_validation`: pods naming a LocalQueue that does not exist, removal of the gate by anyone but
-  draq, queue or group labels changed on a gated or admitted pod.
+- `pod_validation`: pods naming a LocalQueue that does not exist, pods that use devices outside every
+  queue where the namespace's device policy requires one (`device_policy`), pods that would start a
+  group past their LocalQueue's cap on pending groups (`pending_cap`), removal of the gate by anyone
+  but draq, queue or group labels changed on a gated or admitted pod. A pod's controller owner exempts
+  it from queues only for the kinds the policy names, once the owner is read and its uid matches.
 - `claims`: ResourceClaims and ResourceClaimTemplates whose selectors do not compile or whose charge
   cannot be computed or could never fit their queue.
 - `draq_objects`: draq's own objects that reference objects that do not exist.
@@ -18,6 +21,7 @@ when they name none).
 """
 
 from admission.core.models import ObjectRef
+from admission.core.review.device_policy import device_use
 from admission.core.review.envelope import (
     AdmissionRequest,
     Decision,
@@ -29,12 +33,14 @@ from admission.core.review.envelope import (
     request_uid,
     uid_from_prefix,
 )
-from admission.core.review.lookups import GatingPolicy, Lookups
+from admission.core.review.lookups import EXEMPTIBLE_OWNER_KINDS, GatingPolicy, Lookups
+from admission.core.review.pending_cap import pending_cap
 from admission.core.review.pod_mutation import job_group_min, mutate
 from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
 from admission.core.review.validating import validate
 
 __all__ = [
+    "EXEMPTIBLE_OWNER_KINDS",
     "AdmissionRequest",
     "Decision",
     "GatingPolicy",
@@ -43,12 +49,14 @@ __all__ = [
     "MalformedReview",
     "ObjectRef",
     "QueueChoice",
+    "device_use",
     "job_group_min",
     "label_value",
     "malformed_response",
     "mutate",
     "namespace_is_managed",
     "parse_review",
+    "pending_cap",
     "pod_queue",
     "render_response",
     "request_uid",

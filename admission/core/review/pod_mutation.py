@@ -9,7 +9,7 @@ from admission.core.models import ObjectRef
 from admission.core.native_gangs import workload_ref
 from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, PatchOperation
 from admission.core.review.lookups import DEFAULT_POLICY, GatingPolicy, Lookups
-from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
+from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_route
 from admission.core.review.readers import controller_owner, gates_of, labels_of, mapping
 
 
@@ -22,11 +22,15 @@ def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = D
     namespace_labels = lookups.namespace_labels(request.namespace)
     if namespace_labels is None:
         return Decision.allow(missing=[ObjectRef("Namespace", "", request.namespace)])
-    queue = pod_queue(request.object, namespace_labels)
-    pod = request.object
+    route = pod_route(request.object, request.namespace, namespace_labels, lookups, policy)
+    queue, pod = route.queue, request.object
     if queue is None or pod is None or not isinstance(pod.get("spec"), Mapping):
+        # The validating webhook refuses a pod that uses devices outside a queue where the policy says so.
         return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))
     labels, warnings, missing = _labels_to_add(request, pod, queue, lookups)
+    if route.exemption.note:
+        warnings.append(f"{request.describe()} waits in LocalQueue {queue.name} like any pod: {route.exemption.note}")
+        missing.extend(route.exemption.missing)
     patch = [*_label_patch(pod, labels), *_gate_patch(pod)]
     if policy.native_gangs:
         group = labels.get(GROUP_LABEL) or labels_of(pod).get(GROUP_LABEL, "")

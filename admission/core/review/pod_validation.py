@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from admission.core.labels import GATE, GROUP_LABELS, GROUP_MIN_LABEL, MAX_GROUP_MIN, QUEUE_LABEL
+from admission.core.labels import (
+    DEFAULT_QUEUE_LABEL,
+    GATE,
+    GROUP_LABELS,
+    GROUP_MIN_LABEL,
+    MAX_GROUP_MIN,
+    MIRROR_ANNOTATION,
+    QUEUE_LABEL,
+)
 from admission.core.models import ObjectRef
+from admission.core.review.device_policy import device_use, namespace_device_policy
 from admission.core.review.envelope import AdmissionRequest, Decision
 from admission.core.review.lookups import GatingPolicy, Lookups
+from admission.core.review.pending_cap import under_pending_cap
 from admission.core.review.pod_mutation import maybe_stale_namespace
-from admission.core.review.queue_choice import QueueChoice, pod_queue
+from admission.core.review.queue_choice import PodRoute, QueueChoice, namespace_is_managed, pod_route
 from admission.core.review.readers import gates_of, labels_of, mapping
 
 
@@ -25,14 +35,40 @@ def validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPoli
             "cannot tell whether the pod must wait for a queue; create the pod again in a moment",
             "Forbidden", 403, missing=[ObjectRef("Namespace", "", request.namespace)],
         )
-    queue = pod_queue(request.object, namespace_labels)
+    route = pod_route(request.object, request.namespace, namespace_labels, lookups, policy)
+    queue = route.queue
     if queue is None:
-        return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))
+        return _off_queue(request, namespace_labels, route, policy)
     return _first_denial(
         lambda: _queue_exists(request, queue, lookups),
         lambda: _group_min_valid(request),
         lambda: _not_bound_directly(request, queue),
         lambda: _gated(request, queue),
+        lambda: under_pending_cap(request, queue, lookups, policy),
+        lambda: Decision.allow(missing=route.exemption.missing),
+    )
+
+
+def _off_queue(request: AdmissionRequest, namespace_labels: Mapping[str, str], route: PodRoute,
+               policy: GatingPolicy) -> Decision:
+    """A pod outside every queue: refused in a managed namespace whose device policy requires a queue when
+    it uses devices (static pods' mirrors and pods of verified exempt owners excepted)."""
+    stale = maybe_stale_namespace(request, namespace_labels)
+    mirror = mapping(mapping(request.object).get("metadata")).get("annotations")
+    if (route.exemption.exempt or not namespace_is_managed(namespace_labels)
+            or mapping(mirror).get(MIRROR_ANNOTATION)):
+        return Decision.allow(missing=stale)
+    uses = device_use(request.object)
+    device_policy = namespace_device_policy(namespace_labels, policy)
+    if not uses or not device_policy.requires_queue:
+        return Decision.allow(missing=stale)
+    owner = f" It is not exempt by its owner: {route.exemption.note}." if route.exemption.note else ""
+    return Decision.deny(
+        f"{request.describe()}: namespace {request.namespace!r} requires pods that use devices to go through "
+        f"a draq queue ({device_policy.source}), and this pod uses {'; '.join(uses)} but names no queue.{owner} "
+        f"Add the label {QUEUE_LABEL} naming a LocalQueue (kubectl get localqueues -n {request.namespace}), or "
+        f"give the namespace a default queue with the label {DEFAULT_QUEUE_LABEL}",
+        missing=[*stale, *route.exemption.missing],
     )
 
 

@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from admission.core.labels import DEFAULT_QUEUE_LABEL, MANAGED_LABEL, MIRROR_ANNOTATION, QUEUE_LABEL
+from admission.core.review.device_policy import NOT_EXEMPT, OwnerExemption, owner_exemption
 from admission.core.review.envelope import JsonObject
-from admission.core.review.readers import controller_owner, labels_of, mapping
+from admission.core.review.lookups import GatingPolicy, Lookups
+from admission.core.review.readers import labels_of, mapping
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_VALUE_MAX = 63
@@ -33,8 +35,6 @@ def pod_queue(pod: JsonObject | None, namespace_labels: Mapping[str, str]) -> Qu
         return None
     if mapping(mapping(mapping(pod).get("metadata")).get("annotations")).get(MIRROR_ANNOTATION):
         return None
-    if controller_owner(pod).get("kind") == "DaemonSet":
-        return None
     own = labels_of(pod).get(QUEUE_LABEL)
     if own:
         return QueueChoice(own, f"label {QUEUE_LABEL}")
@@ -42,6 +42,25 @@ def pod_queue(pod: JsonObject | None, namespace_labels: Mapping[str, str]) -> Qu
     if default:
         return QueueChoice(default, f"the namespace label {DEFAULT_QUEUE_LABEL}")
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class PodRoute:
+    """Where a pod at CREATE goes: its queue (None: outside every queue) and what its owner exempts."""
+
+    queue: QueueChoice | None
+    exemption: OwnerExemption = NOT_EXEMPT
+
+
+def pod_route(pod: JsonObject | None, namespace: str, namespace_labels: Mapping[str, str], lookups: Lookups,
+              policy: GatingPolicy) -> PodRoute:
+    """A pod of a verified exempt owner goes outside every queue; any other pod to `pod_queue`'s choice."""
+    if not namespace_is_managed(namespace_labels):
+        return PodRoute(None)
+    exemption = owner_exemption(pod, namespace, lookups, policy)
+    if exemption.exempt:
+        return PodRoute(None, exemption)
+    return PodRoute(pod_queue(pod, namespace_labels), exemption)
 
 
 def label_value(name: str) -> str:

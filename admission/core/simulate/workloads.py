@@ -80,6 +80,15 @@ class _Lookups:
     def lease(self, namespace: str, name: str) -> JsonObject | None:
         return None
 
+    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
+        return None
+
+    def pod_group(self, namespace: str, name: str) -> JsonObject | None:
+        return None
+
+    def pending_groups(self, namespace: str, local_queue: str) -> int:
+        return 0
+
 
 def submit(manifests: Iterable[Mapping[str, Any]], namespace_labels: Mapping[str, Mapping[str, str]],
            default_namespace: str = "default") -> list[Mapping[str, Any]]:

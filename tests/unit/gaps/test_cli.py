@@ -80,7 +80,7 @@ def test_the_example_directory_shows_every_kind_of_gap(capsys: pytest.CaptureFix
     report = json.loads(out)
     assert code == 1
     assert {g["kind"] for g in report["gaps"]} == {k.value for k in GapKind}
-    assert len(report["gaps"]) == 11
+    assert len(report["gaps"]) == 13
 
 
 def test_unusable_input_exits_2_with_a_specific_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,3 +118,10 @@ def test_a_live_listing_reads_every_kind_and_names_what_is_not_served() -> None:
     report = find_gaps(read_objects(listing.manifests, gates_for(), strict=False))
     assert report.gaps == ()  # no unit known: nothing to measure a gap in
     assert report.accounts == ()
+
+
+def test_devices_allowed_off_queue_are_a_gap_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "-f", str(EXAMPLES), "-o", "json", "--kind", "AllowedOffQueue")
+    allowed = json.loads(out)["gaps"]
+    assert code == 0 and {g["namespace"] for g in allowed} == {"serving"}
+    assert all("(draq.io/device-policy=allow)" in g["message"] for g in allowed)

@@ -132,3 +132,61 @@ def test_a_refused_pin_keeps_the_member_gated_and_is_reported_once(caplog: pytes
     released = api.get_object("Pod", NS, "p")
     assert released is not None and pinned_node(released["spec"]["affinity"]) == "node-7"
     assert pod_gates(api, "p") == []
+
+
+def test_one_event_per_object_and_reason_updated_with_a_count_at_most_once_a_minute() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        clock = FakeClock()
+        w = Writer(api, OperatorCache(api, clock), clock)
+        group = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
+                 "metadata": {"name": "g", "namespace": NS, "uid": "u"}}
+        for _ in range(5):
+            await w.event(group, "QuotaExceeded", "waits", warning=True)
+        assert [write.method for write in api.writes] == ["POST"]
+        clock.advance(61)
+        await w.event(group, "QuotaExceeded", "waits still")
+        await w.event(group, "Admitted", "admitted")
+        update, created = api.writes[1], api.writes[2]
+        assert update.method == "PATCH" and update.body["count"] == 6 and update.body["message"] == "waits still"
+        assert created.method == "POST" and created.body["reason"] == "Admitted"
+
+    asyncio.run(go())
+
+
+def test_new_events_are_limited_per_namespace() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        clock = FakeClock()
+        w = Writer(api, OperatorCache(api, clock), clock)
+        for i in range(100):
+            group = {"kind": "PodGroup", "metadata": {"name": f"g{i}", "namespace": NS, "uid": f"u{i}"}}
+            await w.event(group, "QuotaExceeded", "waits", warning=True)
+        other = {"kind": "PodGroup", "metadata": {"name": "g", "namespace": "other", "uid": "o"}}
+        await w.event(other, "QuotaExceeded", "waits", warning=True)
+        posts = [write for write in api.writes if write.method == "POST"]
+        assert len(posts) == w.events.limits.burst + 1 and w.events.skipped == 100 - w.events.limits.burst
+        clock.advance(10)  # refilled at 0.2 per second: two more
+        for i in range(100, 105):
+            group = {"kind": "PodGroup", "metadata": {"name": f"g{i}", "namespace": NS, "uid": f"u{i}"}}
+            await w.event(group, "QuotaExceeded", "waits", warning=True)
+        assert len([write for write in api.writes if write.method == "POST"]) == w.events.limits.burst + 3
+
+    asyncio.run(go())
+
+
+def test_an_expired_event_is_forgotten_and_posted_anew() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        clock = FakeClock()
+        w = Writer(api, OperatorCache(api, clock), clock)
+        group = {"kind": "PodGroup", "metadata": {"name": "g", "namespace": NS, "uid": "u"}}
+        await w.event(group, "QuotaExceeded", "waits")
+        api.fail = lambda method, path: KubeApiError(method, path, 404, "gone") if method == "PATCH" else None
+        clock.advance(61)
+        await w.event(group, "QuotaExceeded", "waits")
+        api.fail = lambda method, path: None
+        await w.event(group, "QuotaExceeded", "waits")
+        assert [write.method for write in api.writes if write.method == "POST"] == ["POST", "POST"]
+
+    asyncio.run(go())

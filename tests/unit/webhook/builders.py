@@ -38,6 +38,9 @@ class FakeLookups:
     jobs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     device_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
     leases: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    owners: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    pod_groups: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    pending: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
@@ -62,6 +65,15 @@ class FakeLookups:
 
     def lease(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.leases.get((namespace, name))
+
+    def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.owners.get((kind, namespace, name))
+
+    def pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.pod_groups.get((namespace, name))
+
+    def pending_groups(self, namespace: str, local_queue: str) -> int:
+        return self.pending.get((namespace, local_queue), 0)
 
     def with_queue(self, namespace: str, name: str, cluster_queue: str = "cq") -> FakeLookups:
         self.local_queues[(namespace, name)] = manifests.local_queue(name, cluster_queue, namespace)

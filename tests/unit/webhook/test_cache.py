@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from admission.core.review.envelope import ObjectRef
 from admission.kube import kinds
 from admission.kube.client import KubeApiError
@@ -107,7 +109,7 @@ def test_absent_crd_is_empty_and_synced() -> None:
         api.objects[LOCAL_QUEUES.list_path()] = [lq("team", "gpu", "cq")]
         await asyncio.sleep(0.1)  # retried: the CRD is there now
         assert reflector.store[("team", "gpu")]["spec"] == {"clusterQueue": "cq"}
-        assert "status" not in reflector.store[("team", "gpu")]
+        assert reflector.store[("team", "gpu")]["status"] == {}  # only status.pendingGroups is kept
         task.cancel()
 
     asyncio.run(go())
@@ -252,7 +254,8 @@ def test_the_resources_both_caches_read_are_written_once() -> None:
 
     operator = {resource.kind for resource, _ in OPERATOR_RESOURCES}
     webhook = {resource.kind for resource, _ in WEBHOOK_RESOURCES}
-    assert operator & webhook == {resource.kind for resource in SHARED}
+    # PodGroups: the operator keeps them whole, the webhook their queue and phase (the cap on pending groups).
+    assert operator & webhook == {resource.kind for resource in SHARED} | {"PodGroup"}
     assert webhook - operator == {"Job"}
     queue = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "status": {"pending": 1},
              "metadata": {"name": "q", "managedFields": [{}], "labels": {"a": "b"}}, "spec": {"cohort": "c"}}
@@ -261,3 +264,57 @@ def test_the_resources_both_caches_read_are_written_once() -> None:
     assert kept_whole["status"] == {"pending": 1} and "managedFields" not in kept_whole["metadata"]
     assert kept_spec == {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                          "metadata": {"name": "q", "labels": {"a": "b"}}, "spec": {"cohort": "c"}}
+
+
+def test_pending_groups_are_the_larger_of_the_queue_status_and_the_pending_podgroups() -> None:
+    [(_, project_group)] = [w for w in WEBHOOK_RESOURCES if w[0].kind == "PodGroup"]
+    [(_, project_queue)] = [w for w in WEBHOOK_RESOURCES if w[0].kind == "LocalQueue"]
+    cache = WebhookCache(FakeApi())  # type: ignore[arg-type]
+
+    def group(name: str, phase: str | None, queue: str = "gpu") -> dict[str, Any]:
+        status = {"phase": phase} if phase else {}
+        return project_group({"metadata": {"name": name, "namespace": "team", "uid": name},
+                              "spec": {"queue": queue, "minMember": 1}, "status": status})
+
+    groups = [group("a", None), group("b", "Evicted"), group("c", "Admitted"), group("d", "Pending", "other")]
+    cache.reflectors["PodGroup"].store.update({("team", g["metadata"]["name"]): g for g in groups})
+    queue = {**lq("team", "gpu", "cq"), "status": {"pendingGroups": 1, "admittedGroups": 4}}
+    cache.reflectors["LocalQueue"].store[("team", "gpu")] = project_queue(queue)
+    assert cache.pending_groups("team", "gpu") == 2
+    cache.reflectors["LocalQueue"].store[("team", "gpu")]["status"]["pendingGroups"] = 7
+    assert cache.pending_groups("team", "gpu") == 7
+    assert cache.pod_group("team", "c") == {"metadata": {"name": "c", "namespace": "team", "uid": "c"},
+                                            "spec": {"queue": "gpu"}, "status": {"phase": "Admitted"}}
+
+
+def test_an_owner_is_read_live_once_and_a_failure_gives_no_owner() -> None:
+    async def go() -> None:
+        api = FakeApi()
+        ds = {"metadata": {"name": "agent", "namespace": "team", "uid": "u1", "labels": {}}, "spec": {"big": 1}}
+        api.singles["/apis/apps/v1/namespaces/team/daemonsets/agent"] = ds
+        cache = WebhookCache(api)  # type: ignore[arg-type]
+        ref = ObjectRef("DaemonSet", "team", "agent")
+        view = await cache.fetch((ref,))
+        assert view is not None
+        assert view.owner("DaemonSet", "team", "agent") == {"metadata": {"name": "agent", "namespace": "team",
+                                                                         "uid": "u1", "labels": {}}}
+        assert cache.owner("DaemonSet", "team", "agent") is None  # never enters the shared cache
+        assert await cache.fetch((ObjectRef("DaemonSet", "team", "made-up"),)) is None
+        assert await cache.fetch((ObjectRef("DaemonSet", "team", "made-up"),)) is None  # remembered as missing
+        assert api.gets.count("/apis/apps/v1/namespaces/team/daemonsets/made-up") == 1
+
+    asyncio.run(go())
+
+
+def test_an_owner_that_does_not_answer_in_time_gives_no_owner(caplog: pytest.LogCaptureFixture) -> None:
+    class SlowApi(FakeApi):
+        async def get(self, path: str, params: Any = None) -> dict[str, Any]:
+            await asyncio.sleep(5)
+            return {}
+
+    async def go() -> None:
+        cache = WebhookCache(SlowApi(), owner_timeout=0.05)  # type: ignore[arg-type]
+        assert await cache.fetch((ObjectRef("DaemonSet", "team", "agent"),)) is None
+
+    asyncio.run(asyncio.wait_for(go(), 2))
+    assert "reading owner DaemonSet team/agent" in caplog.text and "the pod gets no exemption" in caplog.text

@@ -125,3 +125,36 @@ def test_the_options_defaults_are_the_settings_defaults() -> None:
     for name in ("host", "port", "namespace", "draq_user", "target", "resync_seconds", "cert_reload_seconds",
                  "manage_configurations"):
         assert getattr(settings, name) == getattr(defaults, name), name
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"containers": [{"name": "c"}]}, False),
+    ({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "hugepages-2Mi": "2Mi"}}}]}, False),
+    ({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}, True),
+    ({"containers": [{"name": "c"}], "initContainers": [{"name": "i", "resources": {"requests": {"x.io/fpga": "1"}}}]},
+     True),
+    ({"containers": [{"name": "c", "resources": {"requests": {"deviceclass.resource.kubernetes.io/gpu": "1"}}}]},
+     True),
+    ({"containers": [{"name": "c"}], "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]}, True),
+])
+def test_unlabelled_pods_of_opt_in_namespaces_are_validated_when_they_use_devices(spec: dict[str, Any],
+                                                                                   expected: bool) -> None:
+    [managed] = [w for w in pod_webhooks("pods.") if w["name"] == "pods.managed.draq.io"]
+    ns = namespace_labels("team", **{"draq.io/managed": "true"})
+    assert sent(managed, ns, "CREATE", {"metadata": {"labels": {}}, "spec": spec}) is expected
+    [gate] = [w for w in pod_webhooks("gate-pods") if w["name"] == "gate-pods.managed.draq.io"]
+    assert not sent(gate, ns, "CREATE", {"metadata": {"labels": {}}, "spec": spec})  # never gated without a queue
+
+
+def test_the_policy_options_reach_the_settings_and_bad_ones_are_named() -> None:
+    settings = cli.settings_from(parse("--device-policy", "allow", "--exempt-owner-kind", "DaemonSet",
+                                       "--exempt-owner-kind", "DaemonSet", "--max-pending-groups", "0"))
+    assert (settings.device_policy, settings.exempt_owner_kinds, settings.max_pending_groups) == (
+        "allow", ("DaemonSet",), 0)
+    defaults = cli.settings_from(parse())
+    assert (defaults.device_policy, defaults.exempt_owner_kinds, defaults.max_pending_groups) == (
+        "require-queue", (), 1000)
+    with pytest.raises(InvalidInput, match="--exempt-owner-kind: Deployment cannot be verified"):
+        cli.settings_from(parse("--exempt-owner-kind", "Deployment"))
+    with pytest.raises(InvalidInput, match="--max-pending-groups: -1"):
+        cli.settings_from(parse("--max-pending-groups", "-1"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.review import label_value, mutate
+from admission.core.review import GatingPolicy, label_value, mutate
 from admission.core.review.envelope import ObjectRef, render_response
 
 from .builders import POD, apply_patch, cluster, decode_patch, job_owner, pod, request, review
@@ -108,9 +108,12 @@ def test_managed_namespace_pod_without_queue_passes_untouched() -> None:
     assert decision.allowed and decision.patch == ()
 
 
-def test_daemonset_and_mirror_pods_are_not_managed() -> None:
+def test_verified_exempt_owner_and_mirror_pods_are_not_managed() -> None:
     owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "1", "controller": True}
-    assert mutate(request(POD, pod("d", namespace="team-b", owner=owner)), cluster()).patch == ()
+    lookups = cluster()
+    lookups.owners[("DaemonSet", "team-b", "ds")] = {"metadata": {"name": "ds", "namespace": "team-b", "uid": "1"}}
+    exempting = GatingPolicy(exempt_owner_kinds=frozenset({"DaemonSet"}))
+    assert mutate(request(POD, pod("d", namespace="team-b", owner=owner)), lookups, exempting).patch == ()
     mirror = pod("m", namespace="team-b")
     mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
     assert mutate(request(POD, mirror), cluster()).patch == ()
