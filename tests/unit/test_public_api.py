@@ -30,7 +30,9 @@ PUBLIC = {
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
-        "Inventory", "LocalQueue", "NONE", "Phase", "Placement", "Plan", "PlannedClaim", "PodGroup", "QueueQuota",
+        "Inventory", "LocalQueue", "NONE", "Phase", "SEAL_FIELD", "SEAL_KEY_BYTES", "SealCheck", "UnsealedRecord",
+        "check_seal", "merged_status", "parse_sealed_pod_group", "seal_record",
+        "Placement", "Plan", "PlannedClaim", "PodGroup", "QueueQuota",
         "QueueState", "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "SelectionFilter",
         "Unchargeable", "UnitStatus", "Unreadable", "charge_group", "charge_status", "cluster_queue_active",
         "cluster_queue_status", "compile_unit", "device_selected", "device_value", "extended_claim_id",

@@ -56,7 +56,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
     decisions: list[GroupDecision] = []
-    pending = [g for g in cycle.groups if g.pending]
+    # A group whose record draq cannot trace is told so even when none of its members is gated.
+    pending = [g for g in cycle.groups if g.pending or g.unsealed]
     early = [_precheck(g, cycle) for g in pending]
     decisions.extend(w for w in early if w is not None)
     ready = [g for g, w in zip(pending, early, strict=True) if w is None]
@@ -123,6 +124,9 @@ class _Unfit:
 
 # ----- before ordering ------------------------------------------------------------------------------
 def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
+    if group.unsealed:
+        return Wait(group.key, WaitReason.UNSEALED, f"{group.unreadable}; the group is not considered and its "
+                    "pods stay gated until then")
     if group.unreadable:
         return Wait(group.key, WaitReason.UNREADABLE, f"{group.unreadable}; whether the group is admitted "
                     "cannot be told, so it is not considered until its PodGroup is fixed")

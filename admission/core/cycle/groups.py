@@ -32,6 +32,9 @@ class GroupView:
     pod_group: PodGroup | None = None
     problem: str = ""  # a label a user must fix before the group can be considered
     unreadable: str = ""  # why its PodGroup, which exists, does not parse (its record is unknown)
+    unsealed: bool = False  # `unreadable` because draq cannot trace its record to its own writes
+    # The record draq last sealed for an `unsealed` group, when this process saw it: the usage counts it.
+    last_sealed: PodGroup | None = None
     declared: DeclaredShape | None = None  # the members its owner's spec declares, when draq knows the owner
 
     @property
@@ -52,6 +55,12 @@ class GroupView:
         return self.pod_group is not None and self.pod_group.holds_quota
 
     @property
+    def counted_record(self) -> PodGroup | None:
+        """The record the queue usage counts: its PodGroup's, or for a record draq cannot trace the one it
+        last sealed (never a forged lower charge or a forged Finished)."""
+        return self.pod_group if self.pod_group is not None else self.last_sealed
+
+    @property
     def pending(self) -> bool:
         """Waiting for admission: not admitted, and has gated members."""
         return not self.holds_quota and bool(self.gated)
@@ -63,12 +72,15 @@ def is_managed(pod: Pod) -> bool:
 
 def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
                    created: Mapping[str, str] | None = None,
-                   unreadable: Mapping[str, str] | None = None) -> tuple[GroupView, ...]:
+                   unreadable: Mapping[str, str] | None = None,
+                   unsealed: Mapping[str, PodGroup | None] | None = None) -> tuple[GroupView, ...]:
     """Every group with at least one managed pod or a PodGroup object, sorted by key.
 
     `created` maps PodGroup keys to their creationTimestamp (FIFO order); without it, the earliest
     member's creation time is used. `unreadable` maps the keys of PodGroups that exist but do not parse
     to why: their groups are kept out of admission (their record, maybe an admission, is unknown).
+    `unsealed` maps the keys of those among them whose record draq cannot trace to its own writes to the
+    record draq last sealed for them (None when not known).
     """
     by_key: dict[str, list[Pod]] = {}
     for pod in pods:
@@ -80,6 +92,8 @@ def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
         members = tuple(sorted(by_key.get(key, ()), key=lambda p: p.name))
         view = _view(key, members, objects.get(key), (created or {}).get(key, ""))
         broken = (unreadable or {}).get(key, "")
+        if broken and unsealed is not None and key in unsealed:
+            view = replace(view, unsealed=True, last_sealed=unsealed[key])
         groups.append(replace(view, unreadable=broken) if broken else view)
     return tuple(groups)
 

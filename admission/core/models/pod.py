@@ -90,6 +90,8 @@ class Pod(Named):
     anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
     # spec.workloadRef.name: the native gang (Workload) the pod belongs to, if any.
     workload: str = ""
+    # spec.priority: set by the API server's Priority admission from spec.priorityClassName.
+    priority: int = 0
 
     @property
     def uid(self) -> str:
@@ -160,6 +162,7 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         hard_topology_spread=sum(1 for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
         workload=spec.map("workloadRef").str("name"),
+        priority=spec.int("priority"),
     )
 
 
