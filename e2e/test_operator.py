@@ -94,7 +94,7 @@ def queues(control_plane: ControlPlane, namespace: str, unique: str, gpus: int) 
           {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": unit},
            "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}},
           {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": cq},
-           "spec": {"quotas": [{"unit": unit, "nominal": gpus}]}},
+           "spec": {"namespaceSelector": {}, "quotas": [{"unit": unit, "nominal": gpus}]}},
           {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
            "spec": {"clusterQueue": cq}})
     return cq

@@ -38,7 +38,7 @@ def test_a_high_priority_gang_preempts_the_groups_on_the_nodes_it_needs_and_is_b
           {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": unit},
            "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}},
           {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": cq},
-           "spec": {"quotas": [{"unit": unit, "nominal": 24}],
+           "spec": {"namespaceSelector": {}, "quotas": [{"unit": unit, "nominal": 24}],
                     "preemption": {"withinClusterQueue": "LowerPriority"}}},
           {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
            "spec": {"clusterQueue": cq}})

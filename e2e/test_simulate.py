@@ -95,7 +95,7 @@ def test_two_queues_of_a_cohort_borrowing_and_a_higher_priority_agree_with_the_o
     for side in ("x", "y"):
         objects.append({"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                         "metadata": {"name": f"cq-{side}-{unique}"},
-                        "spec": {"cohort": cohort, "quotas": [{"unit": unit, "nominal": 8}]}})
+                        "spec": {"namespaceSelector": {}, "cohort": cohort, "quotas": [{"unit": unit, "nominal": 8}]}})
         objects.append({"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
                         "metadata": {"name": f"l{side}", "namespace": namespace},
                         "spec": {"clusterQueue": f"cq-{side}-{unique}"}})

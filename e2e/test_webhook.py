@@ -148,7 +148,8 @@ def _queues(control_plane: ControlPlane, suffix: str) -> None:
     )
     _retry_apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                                  "metadata": {"name": f"cq-{suffix}"},
-                                 "spec": {"quotas": [{"unit": f"gpus-{suffix}", "nominal": 4}]}})
+                                 "spec": {"namespaceSelector": {},
+                                          "quotas": [{"unit": f"gpus-{suffix}", "nominal": 4}]}})
 
 
 def _retry_apply(control_plane: ControlPlane, obj: dict[str, Any]) -> None:
@@ -272,7 +273,7 @@ def test_cluster_queue_quoting_a_missing_quota_unit_is_refused(control_plane: Co
                                                                 webhook: Webhook) -> None:
     cluster_queue = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                      "metadata": {"name": f"bad-{webhook.suffix}"},
-                     "spec": {"quotas": [{"unit": f"missing-{webhook.suffix}", "nominal": 1}]}}
+                     "spec": {"namespaceSelector": {}, "quotas": [{"unit": f"missing-{webhook.suffix}", "nominal": 1}]}}
     result = create(control_plane, cluster_queue)
     assert result.returncode != 0
     assert f"QuotaUnit 'missing-{webhook.suffix}'" in result.stderr and "does not exist" in result.stderr

@@ -292,10 +292,14 @@ def quota(unit: str, nominal: str | int, borrowing: str | int | None = None,
     return entry
 
 
+EVERY_NAMESPACE: Mapping[str, Any] = {}
+
+
 def cluster_queue(name: str, *quotas: dict[str, Any], cohort: str | None = None, strategy: str | None = None,
-                  namespace_selector: Mapping[str, Any] | None = None,
+                  namespace_selector: Mapping[str, Any] | None = EVERY_NAMESPACE,
                   status: Mapping[str, Any] | None = None) -> Manifest:
-    """A ClusterQueue with the `quota(...)` entries given; `status` as the operator writes it."""
+    """A ClusterQueue with the `quota(...)` entries given, serving every namespace unless `namespace_selector`
+    says otherwise (None: no selector, so it serves none); `status` as the operator writes it."""
     spec: dict[str, Any] = {}
     if cohort is not None:
         spec["cohort"] = cohort

@@ -136,9 +136,14 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
     unusable = _unusable_queue(group, local, cycle)
     if unusable is not None or local is None:
         return unusable
-    selector = cycle.state.queues[local.cluster_queue].namespace_selector
+    queue = cycle.state.queues[local.cluster_queue]
+    if queue.namespace_selector is None:
+        return Wait(group.key, WaitReason.NO_QUEUE, f"ClusterQueue {local.cluster_queue} has no "
+                    f"spec.namespaceSelector, so it serves no namespace (LocalQueue {group.namespace}/{group.queue} "
+                    "points to it); its administrator sets namespaceSelector to a selector matching the namespace, "
+                    "or {} for every namespace", local.cluster_queue)
     labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
-    if labels is not None and not selector.matches(labels):
+    if labels is not None and not queue.serves(labels):
         return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
                     f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
     retry = in_backoff(group, cycle.now) if cycle.now is not None else None
