@@ -23,7 +23,8 @@ PUBLIC = {
         "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
-        "planned_allocation", "preempted_status", "promised_allocations", "promised_devices", "promised_pods",
+        "planned_allocation", "preempted_message", "preempted_status",
+        "promised_allocations", "promised_devices", "promised_pods",
         "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreleased_members",
         "victims_of"
     ],
@@ -80,7 +81,8 @@ PUBLIC = {
     ],
     "admission.core.cycle.preemption": [
         "Holding", "NoVictims", "PREEMPTED", "Preemptor", "SearchInput", "Victims", "candidates", "find_victims",
-        "holdings", "may_preempt", "nodes_after", "plan_preemptions", "preempted_status", "victims_of",
+        "holdings", "may_preempt", "nodes_after", "plan_preemptions", "preempted_message", "preempted_status",
+        "victims_of",
         "without_devices", "without_pods"
     ],
     "admission.core.cel": [

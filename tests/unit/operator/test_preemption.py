@@ -38,6 +38,8 @@ def test_a_higher_priority_gang_preempts_the_running_group_and_is_admitted_after
         assert "preempting group(s) team/low" in record(api, "high")["message"]
         preempted = [w.body for w in api.writes_to("/events") if w.body["reason"] == "Preempted"]
         assert len(preempted) == 1 and "team/high" in preempted[0]["message"]
+        assert preempted[0]["message"].endswith("; pod(s) low-0, low-1 have no controller to recreate them: they are "
+                                                "deleted for good and must be created again to run")
         status_write = next(i for i, w in enumerate(api.writes) if isinstance(w.body, dict)
                             and w.body.get("status", {}).get("phase") == "Evicted")
         deletes = [i for i, w in enumerate(api.writes) if w.method == "DELETE"]
