@@ -263,7 +263,8 @@ class Operator:
 
     async def _seal_ready(self) -> None:
         """Load the record seal's key before the first reading; on the start that created it, seal the
-        records written before sealing existed as they are (`docs/operator.md`, "Sealed records")."""
+        records it finds (written before sealing existed, or under a lost key) as they are (`docs/operator.md`,
+        "Sealed records")."""
         if self.writer.seal_key is None:
             loaded = await load_seal_key(self.api, self.settings.lease_namespace, self.settings.seal_secret)
             self.reader.seal_key = self.writer.seal_key = loaded.key
@@ -273,12 +274,13 @@ class Operator:
             self.reader.adopting = self.writer.adopting = False
 
     async def _adopt_unsealed(self) -> bool:
-        """Seal every record that has none; True when none is left (a conflict is tried again next pass)."""
+        """Seal every record that does not verify with the new key (none, or another key's seal); True when
+        none is left (a conflict is tried again next pass)."""
         done = True
         for manifest in self.cache.objects("PodGroup"):
             meta = manifest.get("metadata") or {}
             if check_seal(self.writer.seal_key or b"", str(meta.get("uid") or ""),
-                          manifest.get("status") or {}) is not SealCheck.UNSEALED:
+                          manifest.get("status") or {}) not in (SealCheck.UNSEALED, SealCheck.BROKEN):
                 continue
             try:
                 await self.writer.pod_group_status(str(meta.get("namespace")), str(meta.get("name")), {},

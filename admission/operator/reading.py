@@ -114,7 +114,7 @@ class CacheReader:
         self._pods_by_key: tuple[dict[str, Pod], set[str] | None] = ({}, None)
         self._problems: tuple[tuple[CompiledUnit, ...], object, dict[str, str]] | None = None
         self.seal_key: bytes | None = None  # the record seal's key, loaded by the operator before its first pass
-        self.adopting = False  # the first start with a new key: records without a seal are taken as draq's
+        self.adopting = False  # the first start with a new key: records it cannot verify are taken as draq's
         self._last_sealed: dict[str, PodGroup] = {}  # PodGroup uid -> its last record that traced to draq
         self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
 

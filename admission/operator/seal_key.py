@@ -20,7 +20,7 @@ KEY_FIELD = "key"
 @dataclass(frozen=True, slots=True)
 class SealKey:
     key: bytes
-    created: bool  # made by this start: the records found unsealed now were written before sealing existed
+    created: bool  # made by this start: the records found now are adopted (sealed as they stand)
 
 
 async def load_seal_key(api: Client, namespace: str, name: str) -> SealKey:

@@ -36,7 +36,7 @@ class Writer:
         self.clock = clock
         self._refused_pins: set[tuple[str, str]] = set()  # (pod uid, node) whose refusal has an Event
         self.seal_key: bytes | None = None  # the record seal's key, loaded by the operator before its first pass
-        self.adopting = False  # the first start with a new key: records without a seal are sealed as they are
+        self.adopting = False  # the first start with a new key: records it cannot verify are sealed as they are
         self.untraceable: Collection[str] = ()  # uids of the PodGroups whose record the reader found untraceable
 
     def now(self) -> str:
@@ -77,8 +77,8 @@ class Writer:
         uid = str((base.get("metadata") or {}).get("uid") or "")
         current = base.get("status") or {}
         check = check_seal(self.seal_key, uid, current)
-        if not uid or uid in self.untraceable or check is SealCheck.BROKEN or (
-                check is SealCheck.UNSEALED and not self.adopting):
+        if not uid or uid in self.untraceable or (
+                check in (SealCheck.UNSEALED, SealCheck.BROKEN) and not self.adopting):
             return status
         return {**status, SEAL_FIELD: seal_record(self.seal_key, uid, merged_status(current, status))}
 

@@ -101,15 +101,15 @@ def unsealed_record(namespace: str, name: str, check: SealCheck) -> UnsealedReco
 def parse_sealed_pod_group(manifest: Mapping[str, Any], key: bytes, adopt_unsealed: bool = False,
                            last_sealed: PodGroup | None = None) -> PodGroup:
     """A PodGroup whose record is draq's: sealed, empty, or (`adopt_unsealed`, on the first start with a
-    new key) without a seal. An empty record where draq last sealed one that holds quota (`last_sealed`)
-    was cleared by someone else. Raises UnsealedRecord for a record draq cannot trace, InvalidInput when
-    the PodGroup does not parse."""
+    new key) without a seal or with another key's. An empty record where draq last sealed one that holds
+    quota (`last_sealed`) was cleared by someone else. Raises UnsealedRecord for a record draq cannot
+    trace, InvalidInput when the PodGroup does not parse."""
     pod_group = parse_pod_group(manifest)
     meta, status = _map(manifest.get("metadata")), _map(manifest.get("status"))
     check = check_seal(key, str(meta.get("uid") or ""), status)
     if check is SealCheck.EMPTY and last_sealed is not None and last_sealed.holds_quota:
         check = SealCheck.CLEARED
-    if check in (SealCheck.BROKEN, SealCheck.CLEARED) or (check is SealCheck.UNSEALED and not adopt_unsealed):
+    if check is SealCheck.CLEARED or (check in (SealCheck.UNSEALED, SealCheck.BROKEN) and not adopt_unsealed):
         raise unsealed_record(pod_group.namespace, pod_group.name, check)
     return pod_group
 

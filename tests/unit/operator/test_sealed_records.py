@@ -131,6 +131,14 @@ async def _the_first_start_with_a_new_key_adopts_records_written_before_sealing(
     assert found is not None and found["status"]["seal"] == seal_record(key, found["metadata"]["uid"],
                                                                          found["status"])
     assert queue_used(api) == ("0", "4")
+    await api.delete("/api/v1/namespaces/draq-system/secrets/draq-seal-key")  # a lost key: adopted again
+    renewed = await started(api, FakeClock())
+    await settle(renewed)
+    secret = api.get_object("Secret", "draq-system", "draq-seal-key")
+    assert secret is not None and base64.b64decode(secret["data"]["key"]) != key
+    found = api.get_object("PodGroup", NS, "old")
+    assert found is not None and found["status"]["seal"] == seal_record(
+        base64.b64decode(secret["data"]["key"]), found["metadata"]["uid"], found["status"])
     again = await started(api, FakeClock())  # the key exists now: nothing more is adopted
     await forge(api, "old", {"seal": None})
     await settle(again)

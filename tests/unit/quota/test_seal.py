@@ -85,6 +85,13 @@ def test_an_unsealed_record_is_adopted_only_when_asked() -> None:
     assert parse_sealed_pod_group(manifest(unsealed), KEY, adopt_unsealed=True).charge.get("gpus") == 8
 
 
+def test_a_new_key_adopts_a_record_sealed_with_another_key_only_when_asked() -> None:
+    other = {**RECORD, "seal": seal_record(bytes(32), "uid-1", RECORD)}
+    with pytest.raises(UnsealedRecord, match="does not verify"):
+        parse_sealed_pod_group(manifest(other), KEY)
+    assert parse_sealed_pod_group(manifest(other), KEY, adopt_unsealed=True).phase.value == "Running"
+
+
 def test_a_record_cleared_over_an_admission_draq_sealed_is_not_taken_as_new() -> None:
     last = parse_sealed_pod_group(manifest(sealed(RECORD)), KEY)
     assert parse_sealed_pod_group(manifest({}), KEY).phase.value == "Pending"  # a new group
