@@ -33,6 +33,7 @@ from admission.core.models import ObjectRef, ResourceClaim
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     ChargeResult,
+    ClusterQueue,
     GroupObjects,
     Inventory,
     LocalQueue,
@@ -122,6 +123,17 @@ class _Unfit:
             self.full = before | allocator.full_nodes(usage, set(placed) - before)
 
 
+def _above_cap(group: GroupView, local: LocalQueue, queue: ClusterQueue) -> Wait | None:
+    """A group whose priority is above the cap of its LocalQueue or ClusterQueue waits, naming the cap."""
+    for kind, name, cap in (("LocalQueue", local.key, local.max_priority),
+                            ("ClusterQueue", queue.name, queue.max_priority)):
+        if cap is not None and group.priority > cap:
+            return Wait(group.key, WaitReason.PRIORITY_CAP, f"priority {group.priority} (the highest of its "
+                        f"pods' PriorityClasses) is above the spec.maxPriority {cap} of {kind} {name}; give its "
+                        f"pods a PriorityClass of at most {cap}, or use another queue", queue.name)
+    return None
+
+
 # ----- before ordering ------------------------------------------------------------------------------
 def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
     if group.unsealed:
@@ -137,6 +149,9 @@ def _precheck(group: GroupView, cycle: CycleInput) -> Wait | None:
     if unusable is not None or local is None:
         return unusable
     queue = cycle.state.queues[local.cluster_queue]
+    above = _above_cap(group, local, queue)
+    if above is not None:
+        return above
     if queue.namespace_selector is None:
         return Wait(group.key, WaitReason.NO_QUEUE, f"ClusterQueue {local.cluster_queue} has no "
                     f"spec.namespaceSelector, so it serves no namespace (LocalQueue {group.namespace}/{group.queue} "

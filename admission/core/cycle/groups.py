@@ -2,8 +2,8 @@
 
 A managed pod carries `draq.io/queue` and `draq.io/pod-group` (the webhook sets both). Pods with the
 same group label in one namespace form a group; its PodGroup object, when one exists, supplies the
-minimum, the priority and the recorded admission. Without one the minimum is the pods'
-`draq.io/group-min` label (1 when absent) and the priority 0.
+minimum and the recorded admission. Without one the minimum is the pods' `draq.io/group-min` label (1
+when absent). The priority is the members' (`group_priority`).
 """
 
 from __future__ import annotations
@@ -102,13 +102,23 @@ def _view(key: str, pods: tuple[Pod, ...], pod_group: PodGroup | None, created: 
     namespace, name = key.split("/", 1)
     earliest = min((p.meta.creation_timestamp for p in pods if p.meta.creation_timestamp), default="")
     if pod_group is not None:
-        return GroupView(namespace, name, pod_group.queue, pod_group.min_member, pod_group.priority,
+        return GroupView(namespace, name, pod_group.queue, pod_group.min_member, group_priority(pods, pod_group),
                          created or earliest, pods, pod_group, _queue_mismatch(pods, pod_group.queue))
     queues = sorted({p.labels[QUEUE_LABEL] for p in pods})
     minimum, problem = _label_minimum(pods)
     if len(queues) > 1:
         problem = f"members name different queues ({', '.join(queues)}) in label {QUEUE_LABEL}"
-    return GroupView(namespace, name, queues[0], minimum, 0, earliest, pods, None, problem)
+    return GroupView(namespace, name, queues[0], minimum, group_priority(pods, None), earliest, pods, None, problem)
+
+
+def group_priority(pods: tuple[Pod, ...], pod_group: PodGroup | None) -> int:
+    """The highest spec.priority among the members (the API server sets it from their PriorityClass, which
+    RBAC and ResourceQuota scopes control; 0 without members); a PodGroup's spec.priority may lower it,
+    never raise it (whoever may write the PodGroup could otherwise choose any priority)."""
+    highest = max((p.priority for p in pods), default=0)
+    if pod_group is None or pod_group.priority is None:
+        return highest
+    return min(pod_group.priority, highest)
 
 
 def _label_minimum(pods: tuple[Pod, ...]) -> tuple[int, str]:

@@ -36,6 +36,7 @@ class WaitReason(StrEnum):
     UNIT_INVALID = "QuotaUnitInvalid"  # its queue quotes a unit that does not compile or fails on a device
     USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
     UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
+    PRIORITY_CAP = "PriorityAboveCap"  # its priority is above its LocalQueue's or ClusterQueue's maxPriority
     UNSEALED = "RecordNotSealed"  # its PodGroup's record was not written by draq (its seal does not verify)
 
 

@@ -46,6 +46,7 @@ class ClusterQueue:
     bind_timeout_seconds: int | None = None
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     fair_sharing_weight: Fraction = Fraction(1)
+    max_priority: int | None = None  # groups of a higher priority wait (None: no cap)
 
     def serves(self, namespace_labels: Mapping[str, str]) -> bool:
         """Whether a namespace with these labels may use the queue (closed by default)."""
@@ -60,6 +61,7 @@ class LocalQueue:
     namespace: str
     name: str
     cluster_queue: str
+    max_priority: int | None = None  # groups of a higher priority wait (None: no cap beyond the ClusterQueue's)
 
     @property
     def key(self) -> str:
@@ -88,7 +90,8 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
         namespace_selector=read_label_selector(spec.map("namespaceSelector")) if spec.has("namespaceSelector")
         else None,
         strategy=QueueingStrategy(strategy), bind_timeout_seconds=timeout,
-        preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec))
+        preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec),
+        max_priority=spec.int("maxPriority") if spec.has("maxPriority") else None)
 
 
 def _unit_quota(entry: Fields, cohort: str | None) -> QueueQuota:
@@ -114,9 +117,10 @@ def _non_negative(entry: Fields, key: str) -> Quantity:
 
 def parse_local_queue(manifest: Mapping[str, Any], default_namespace: str = "default") -> LocalQueue:
     fields = check_kind(manifest, "LocalQueue")
-    meta = fields.map("metadata")
+    meta, spec = fields.map("metadata"), fields.map("spec")
     return LocalQueue(namespace=meta.str("namespace") or default_namespace,
                       name=meta.str("name", required=True),
-                      cluster_queue=fields.map("spec").str("clusterQueue", required=True))
+                      cluster_queue=spec.str("clusterQueue", required=True),
+                      max_priority=spec.int("maxPriority") if spec.has("maxPriority") else None)
 
 
