@@ -285,7 +285,7 @@ class Operator:
             try:
                 await self.writer.pod_group_status(str(meta.get("namespace")), str(meta.get("name")), {},
                                                    str(meta.get("resourceVersion") or ""))
-                log.info("adopted the record of PodGroup %s/%s (written before sealing)", meta.get("namespace"),
+                log.info("adopted the record of PodGroup %s/%s: sealed as it stands", meta.get("namespace"),
                          meta.get("name"))
             except KubeApiError as err:
                 if err.status != 404:

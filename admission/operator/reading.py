@@ -134,10 +134,9 @@ class CacheReader:
         queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
         local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue)}
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
-        bad = [b for kind in ("ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
         # An untraceable record whose last sealed one is known holds what that one holds (`counted_record`).
-        bad[:0] = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None else b
-                   for b in self._bad("PodGroup")]
+        bad = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None else b for b in self._bad("PodGroup")]
+        bad += [b for kind in ("ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
         manifests: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef.of("Pod", _key(e.manifest)): e.manifest

@@ -60,8 +60,8 @@ class Writer:
     async def pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any],
                                resource_version: str | None = None) -> dict[str, Any]:
         """Merge `status` into the PodGroup's status; with `resource_version`, only if unchanged since."""
-        sealed = fenced_status(status, self.fence.current_epoch())
-        body: dict[str, Any] = {"status": self._sealed(namespace, name, sealed)}
+        fenced = fenced_status(status, self.fence.current_epoch())
+        body: dict[str, Any] = {"status": self._sealed(namespace, name, fenced)}
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
         written = await self.api.merge_patch(kinds.POD_GROUPS.object_path(namespace, name, "status"), body)
