@@ -269,6 +269,20 @@ def test_local_queue_naming_a_missing_cluster_queue_is_refused(control_plane: Co
     assert "ClusterQueue 'no-such-cluster-queue' does not exist" in result.stderr
 
 
+def test_local_queue_naming_a_cluster_queue_without_namespace_selector_is_refused(
+        control_plane: ControlPlane, webhook: Webhook, managed: str) -> None:
+    closed = f"closed-{webhook.suffix}"
+    _retry_apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": closed},
+                                 "spec": {"quotas": [{"unit": f"gpus-{webhook.suffix}", "nominal": 4}]}})
+    refused = until("the webhook to know the closed ClusterQueue", lambda: create(
+        control_plane, local_queue("closed", managed, closed)), accept=lambda r: "does not exist" not in r.stderr,
+        timeout=10)
+    assert refused.returncode != 0
+    assert (f"ClusterQueue '{closed}' has no spec.namespaceSelector, so it serves no namespace. Its administrator "
+            "sets a namespaceSelector that matches this namespace (or {} for every namespace), or point to another "
+            "ClusterQueue") in refused.stderr
+
+
 def test_cluster_queue_quoting_a_missing_quota_unit_is_refused(control_plane: ControlPlane,
                                                                 webhook: Webhook) -> None:
     cluster_queue = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
