@@ -112,9 +112,9 @@ def _view(key: str, pods: tuple[Pod, ...], pod_group: PodGroup | None, created: 
 
 
 def group_priority(pods: tuple[Pod, ...], pod_group: PodGroup | None) -> int:
-    """The highest spec.priority among the members (the API server sets it from their PriorityClass, which
-    RBAC and ResourceQuota scopes control; 0 without members); a PodGroup's spec.priority may lower it,
-    never raise it (whoever may write the PodGroup could otherwise choose any priority)."""
+    """The highest spec.priority among the members (the API server sets it from their PriorityClass, whose
+    use a ResourceQuota scope can limit per namespace; 0 without members); a PodGroup's spec.priority may
+    lower it, never raise it (whoever may write the PodGroup could otherwise choose any priority)."""
     highest = max((p.priority for p in pods), default=0)
     if pod_group is None or pod_group.priority is None:
         return highest
