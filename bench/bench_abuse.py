@@ -27,7 +27,7 @@ from admission.core.allocator import Snapshot
 from admission.core.cycle import CycleInput, CycleResult, collect_groups, decide, rebuild_state
 from admission.core.cycle.types import DEFAULT_QUEUE_BUDGET, DEFAULT_QUEUE_MISSES
 from admission.core.features import gates_for
-from admission.core.models import Pod, parse_objects
+from admission.core.models import LabelSelector, Pod, parse_objects
 from admission.core.quantity import parse_quantity
 from admission.core.quota import ClusterQueue, LocalQueue, QueueQuota, device_selected
 
@@ -62,7 +62,8 @@ def cycle_input(flood: int) -> CycleInput:
     models = parse_objects(cluster_manifests(NODES, GPUS, ("H100",), NODE_ALLOCATABLE) + flood_manifests(flood)
                            + tenant_manifests())
     names = (ABUSER, TENANT)
-    queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", parse_quantity(NODES * GPUS)),)) for name in names]
+    queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", parse_quantity(NODES * GPUS)),),
+                           namespace_selector=LabelSelector()) for name in names]
     local_queues = {q.key: q for q in (LocalQueue(name, name, f"{name}-cq") for name in names)}
     views = collect_groups([m for m in models if isinstance(m, Pod)], ())
     units = (quota_unit("gpus", {"devices": {"deviceClassNames": ["gpu"]}}),)

@@ -21,7 +21,7 @@ from admission.core.allocator import Allocator, Snapshot, members_for, place_gan
 from admission.core.cycle import CycleInput, CycleResult, charging_inventory, collect_groups, rebuild_state, run_cycle
 from admission.core.features import gates_for
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.models import Pod, ResourceClaimTemplate, parse_objects
+from admission.core.models import LabelSelector, Pod, ResourceClaimTemplate, parse_objects
 from admission.core.quantity import parse_quantity
 from admission.core.quota import (
     ClusterQueue,
@@ -41,6 +41,7 @@ from admission.core.quota import (
 NAMESPACE = "bench"
 GATES = gates_for("1.35")
 MODELS = ("H100", "A100")  # alternating by node, so the weight unit sees two values
+EVERY = LabelSelector()  # the ClusterQueues serve every namespace
 WEIGHT = f'device.attributes["{DRIVER}"].model == "H100" ? 1.0 : 0.5'
 T = TypeVar("T")
 
@@ -102,7 +103,8 @@ def cycle_input(groups: int, nodes: int, gpus: int) -> CycleInput:
                                   f"{index // 60 % 60:02d}:{index % 60:02d}Z")
     models = parse_objects(cluster_manifests(nodes, gpus, MODELS, NODE_ALLOCATABLE) + objects)
     nominal = parse_quantity(nodes * gpus * 5 // 8)
-    queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),)) for name in ("red", "blue")]
+    queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),), namespace_selector=EVERY)
+              for name in ("red", "blue")]
     local_queues = {q.key: q for q in (LocalQueue(NAMESPACE, name, f"{name}-cq") for name in ("red", "blue"))}
     views = collect_groups([m for m in models if isinstance(m, Pod)], ())
     units = (quota_unit("gpus", {"devices": {"deviceClassNames": ["gpu"]}}),)
@@ -135,7 +137,8 @@ def large_cycle_input(groups: int, queues: int, nodes: int, gpus: int) -> CycleI
     models = parse_objects(cluster_manifests(nodes, gpus, MODELS, NODE_ALLOCATABLE) + held(nodes // 2, gpus)
                            + objects)
     nominal = parse_quantity(nodes * gpus // queues)
-    cluster_queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),)) for name in names]
+    cluster_queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),), namespace_selector=EVERY)
+                      for name in names]
     local_queues = {q.key: q for q in (LocalQueue(NAMESPACE, name, f"{name}-cq") for name in names)}
     views = collect_groups([m for m in models if isinstance(m, Pod)], ())
     units = (quota_unit("gpus", {"devices": {"deviceClassNames": ["gpu"]}}),)

@@ -46,7 +46,7 @@ spec: {{devices: {{deviceClassNames: [{GPU_CLASS}]}}}}
 apiVersion: draq.io/v1alpha1
 kind: ClusterQueue
 metadata: {{name: bench}}
-spec: {{quotas: [{{unit: bench-gpus, nominal: 100000}}]}}
+spec: {{namespaceSelector: {{}}, quotas: [{{unit: bench-gpus, nominal: 100000}}]}}
 ---
 apiVersion: v1
 kind: Namespace

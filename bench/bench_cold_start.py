@@ -59,7 +59,7 @@ def queue_objects() -> list[dict[str, Any]]:
         {"apiVersion": group, "kind": "QuotaUnit", "metadata": {"name": "bench-gpus"},
          "spec": {"devices": {"deviceClassNames": ["gpu"]}}},
         {"apiVersion": group, "kind": "ClusterQueue", "metadata": {"name": "bench"},
-         "spec": {"quotas": [{"unit": "bench-gpus", "nominal": "1000"}]}},
+         "spec": {"namespaceSelector": {}, "quotas": [{"unit": "bench-gpus", "nominal": "1000"}]}},
         {"apiVersion": group, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": QUEUED},
          "spec": {"clusterQueue": "bench"}},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",

@@ -31,7 +31,7 @@ from inventory import NODE_ALLOCATABLE, cluster_manifests
 
 from admission.core.allocator import Snapshot
 from admission.core.cycle import CycleInput, GroupView, collect_groups, rebuild_state, run_cycle
-from admission.core.models import DeclaredShape, ObjectRef, Pod, Role, parse_objects
+from admission.core.models import DeclaredShape, LabelSelector, ObjectRef, Pod, Role, parse_objects
 from admission.core.quantity import parse_quantity
 from admission.core.quota import ClusterQueue, LocalQueue, PodGroup, QueueQuota, device_selected
 
@@ -82,7 +82,8 @@ def cycle_input(groups: int, nodes: int, gpus_per_node: int, gpus: int, *, decla
     else:
         views = collect_groups([m for m in models if isinstance(m, Pod)], ())
     nominal = parse_quantity(nodes * gpus_per_node * 5 // 8)
-    queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),)) for name in QUEUES]
+    queues = [ClusterQueue(f"{name}-cq", (QueueQuota("gpus", nominal),), namespace_selector=LabelSelector())
+              for name in QUEUES]
     local_queues = {q.key: q for q in (LocalQueue(NAMESPACE, name, f"{name}-cq") for name in QUEUES)}
     units = (quota_unit("gpus", {"devices": {"deviceClassNames": ["gpu"]}}),)
     return CycleInput(Snapshot.from_models(models), GATES, views, local_queues, units,

@@ -129,7 +129,7 @@ def scenario(seed: int) -> CycleInput:
     objects += waiting_gang("big", 32, GPUS, 10)
     cluster_queue = parse_cluster_queue({
         "apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "main"},
-        "spec": {"quotas": [{"unit": "gpus", "nominal": 3700}],
+        "spec": {"namespaceSelector": {}, "quotas": [{"unit": "gpus", "nominal": 3700}],
                  "preemption": {"withinClusterQueue": "LowerPriority"}}})
     models = parse_objects(cluster_manifests(NODES, GPUS, ("H100",), NODE_ALLOCATABLE)
                            + [m for m in objects if m["kind"] != "PodGroup"])

@@ -55,8 +55,10 @@ def two_queues(control_plane: ControlPlane, api: Any, crds: None, namespace: str
     apply(control_plane,
           draq("QuotaUnit", f"gpus-{unique}", {"devices": {"deviceClassNames": [GPU_CLASS]}}),
           draq("QuotaUnit", f"weighted-{unique}", {"weight": {"deviceClassNames": [GPU_CLASS], "expression": FAILING}}),
-          draq("ClusterQueue", f"good-{unique}", {"quotas": [{"unit": f"gpus-{unique}", "nominal": 8}]}),
-          draq("ClusterQueue", f"bad-{unique}", {"quotas": [{"unit": f"gpus-{unique}", "nominal": 8},
+          draq("ClusterQueue", f"good-{unique}",
+               {"namespaceSelector": {}, "quotas": [{"unit": f"gpus-{unique}", "nominal": 8}]}),
+          draq("ClusterQueue", f"bad-{unique}", {"namespaceSelector": {},
+                                                  "quotas": [{"unit": f"gpus-{unique}", "nominal": 8},
                                                             {"unit": f"weighted-{unique}", "nominal": 100}]}),
           draq("LocalQueue", "lq", {"clusterQueue": f"good-{unique}"}, namespace),
           draq("LocalQueue", "blq", {"clusterQueue": f"bad-{unique}"}, namespace))

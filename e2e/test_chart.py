@@ -326,7 +326,8 @@ def values_file(path: Path, work: str, unique: str, nominal: int, **extra: Any) 
         "queues": {"create": True,
                    "quotaUnits": [{"name": f"gpus-{unique}", "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}}],
                    "clusterQueues": [{"name": f"cq-{unique}", "spec": {
-                       "quotas": [{"unit": f"gpus-{unique}", "nominal": nominal}], "bindTimeoutSeconds": 10}}],
+                       "namespaceSelector": {}, "quotas": [{"unit": f"gpus-{unique}", "nominal": nominal}],
+                       "bindTimeoutSeconds": 10}}],
                    "localQueues": [{"name": "lq", "namespace": work, "spec": {"clusterQueue": f"cq-{unique}"}}]},
         **extra,
     }

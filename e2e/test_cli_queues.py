@@ -58,7 +58,8 @@ def world(control_plane: ControlPlane, nodesim: NodeSimulator, crds: None) -> It
           {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": w.unit},
            "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}},
           *({"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": cq},
-             "spec": {"cohort": cohort, "quotas": [{"unit": w.unit, "nominal": 8}]}} for cq in (w.borrower, w.lender)),
+             "spec": {"namespaceSelector": {}, "cohort": cohort, "quotas": [{"unit": w.unit, "nominal": 8}]}}
+            for cq in (w.borrower, w.lender)),
           *({"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue", "metadata": {"name": lq, "namespace": w.namespace},
              "spec": {"clusterQueue": cq}} for lq, cq in (("lq", w.borrower), ("lq-b", w.lender))))
     yield w

@@ -58,14 +58,17 @@ def test_the_example_applies_and_kubectl_get_shows_useful_columns(crds: ControlP
     assert groups[0].split()[:5] == ["NAME", "PHASE", "MIN", "MEMBERS", "QUEUE"]
     local = crds.kubectl("get", "lq", "-n", "research").stdout.splitlines()
     assert local[0].split()[:2] == ["NAME", "CLUSTERQUEUE"] and local[1].split()[:2] == ["training", "research"]
-    # Defaults are filled in by the schema.
     spec = yaml.safe_load(crds.kubectl("get", "cq", "production", "-o", "yaml").stdout)["spec"]
-    assert spec["namespaceSelector"] == {} and spec["queueingStrategy"] == "StrictFIFO"
+    assert spec["namespaceSelector"] == {"matchLabels": {"draq.io/tenant": "production"}}
+    assert spec["queueingStrategy"] == "StrictFIFO"
 
 
 def test_status_subresource_feeds_the_usage_column(crds: ControlPlane, unique: str) -> None:
     name = f"status-{unique}"
     assert apply(crds, obj("ClusterQueue", name, {"quotas": [{"unit": "gpus", "nominal": 16}]}))[0] == 0
+    spec = yaml.safe_load(crds.kubectl("get", "cq", name, "-o", "yaml").stdout)["spec"]
+    # No namespaceSelector is defaulted (a queue without one serves no namespace); the strategy is.
+    assert "namespaceSelector" not in spec and spec["queueingStrategy"] == "BestEffortFIFO"
     crds.kubectl("patch", "clusterqueue", name, "--subresource=status", "--type=merge", "-p",
                  '{"status": {"summary": "gpus 12/16", "pendingGroups": 2, "admittedGroups": 3}}')
     row = crds.kubectl("get", "cq", name, "--no-headers").stdout.split()

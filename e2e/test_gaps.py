@@ -72,7 +72,7 @@ def world(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, crds: N
            "spec": {"devices": {"deviceClassNames": [w.device_class]},
                     "extendedResources": [{"name": "nvidia.com/gpu"}, {"name": w.extended}]}},
           {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": w.cluster_queue},
-           "spec": {"quotas": [{"unit": w.unit, "nominal": 16}]}},
+           "spec": {"namespaceSelector": {}, "quotas": [{"unit": w.unit, "nominal": 16}]}},
           {"apiVersion": API_VERSION, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": w.team},
            "spec": {"clusterQueue": w.cluster_queue}})
     yield w

@@ -206,7 +206,8 @@ def queues(control_plane: ControlPlane, n: Names, namespace: str) -> None:
     unit = {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": n.gpus},
             "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}}
     cluster_queues = [{"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": name},
-                       "spec": {"cohort": n.cohort, "quotas": [{"unit": n.gpus, "nominal": 8}]}}
+                       "spec": {"namespaceSelector": {}, "cohort": n.cohort,
+                                "quotas": [{"unit": n.gpus, "nominal": 8}]}}
                       for name in (n.cq_a, n.cq_b)]
     locals_ = [{"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
                 "metadata": {"name": lq, "namespace": namespace}, "spec": {"clusterQueue": cq}}

@@ -94,15 +94,16 @@ def queues(control_plane: ControlPlane, namespace: str, unique: str, gpus: int) 
           {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": unit},
            "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}},
           {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": cq},
-           "spec": {"quotas": [{"unit": unit, "nominal": gpus}]}},
+           "spec": {"namespaceSelector": {}, "quotas": [{"unit": unit, "nominal": gpus}]}},
           {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
            "spec": {"clusterQueue": cq}})
     return cq
 
 
 def gang(control_plane: ControlPlane, namespace: str, group: str, nodes: list[str], gpus_each: int,
-         local_queue: str = "lq") -> list[str]:
-    """One gated pod per node (pinned by nodeSelector), each with its own claim of `gpus_each` GPUs."""
+         local_queue: str = "lq", priority_class: str | None = None) -> list[str]:
+    """One gated pod per node (pinned by nodeSelector), each with its own claim of `gpus_each` GPUs, of
+    `priority_class` when given."""
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                 "metadata": {"name": f"{group}-gpus", "namespace": namespace},
                 "spec": {"spec": {"devices": {"requests": [
@@ -117,8 +118,18 @@ def gang(control_plane: ControlPlane, namespace: str, group: str, nodes: list[st
                                       "resources": {"claims": [{"name": "gpus"}]}}],
                       "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": f"{group}-gpus"}]}}
             for name, node in zip(names, nodes, strict=True)]
+    if priority_class is not None:
+        for pod in pods:
+            pod["spec"]["priorityClassName"] = priority_class
     apply(control_plane, template, *pods)
     return names
+
+
+def priority_class(control_plane: ControlPlane, name: str, value: int) -> str:
+    """A PriorityClass (cluster-wide: its name should be unique to the test); its name."""
+    apply(control_plane, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                          "value": value, "preemptionPolicy": "Never"})
+    return name
 
 
 def pod_group(api: Any, namespace: str, name: str) -> dict[str, Any] | None:

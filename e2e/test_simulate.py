@@ -20,7 +20,7 @@ from admission.core.labels import QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from e2e.test_closed_loop import member, template
-from e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, queues, settings
+from e2e.test_operator import GPU_CLASS, RunningOperator, apply, crds, pod_group, priority_class, queues, settings
 from e2e.waiting import until
 
 __all__ = ["crds"]
@@ -58,14 +58,17 @@ Group = tuple[str, str, int, int, int, str]  # name, LocalQueue, priority, membe
 
 
 def submit(control_plane: ControlPlane, namespace: str, groups: tuple[Group, ...]) -> None:
-    """PodGroups (queue, priority, run time) with their gated members, created in the order given."""
+    """PodGroups (queue, run time) with their gated members, created in the order given; a priority above 0
+    is given to the members by a PriorityClass of the namespace's."""
     for name, queue, priority, size, gpus, run_time in groups:
         group = {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
                  "metadata": {"name": name, "namespace": namespace, "annotations": {"draq.io/run-time": run_time}},
-                 "spec": {"minMember": size, "queue": queue, "priority": priority}}
+                 "spec": {"minMember": size, "queue": queue}}
         pods = [member(namespace, name, f"{name}-{i}", size, gpus) for i in range(size)]
         for pod in pods:
             pod["metadata"]["labels"][QUEUE_LABEL] = queue
+            if priority:
+                pod["spec"]["priorityClassName"] = priority_class(control_plane, f"{namespace}-{priority}", priority)
         apply(control_plane, group, template(namespace, name, gpus), *pods)
 
 
@@ -95,7 +98,7 @@ def test_two_queues_of_a_cohort_borrowing_and_a_higher_priority_agree_with_the_o
     for side in ("x", "y"):
         objects.append({"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                         "metadata": {"name": f"cq-{side}-{unique}"},
-                        "spec": {"cohort": cohort, "quotas": [{"unit": unit, "nominal": 8}]}})
+                        "spec": {"namespaceSelector": {}, "cohort": cohort, "quotas": [{"unit": unit, "nominal": 8}]}})
         objects.append({"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
                         "metadata": {"name": f"l{side}", "namespace": namespace},
                         "spec": {"clusterQueue": f"cq-{side}-{unique}"}})

@@ -148,7 +148,8 @@ def _queues(control_plane: ControlPlane, suffix: str) -> None:
     )
     _retry_apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                                  "metadata": {"name": f"cq-{suffix}"},
-                                 "spec": {"quotas": [{"unit": f"gpus-{suffix}", "nominal": 4}]}})
+                                 "spec": {"namespaceSelector": {},
+                                          "quotas": [{"unit": f"gpus-{suffix}", "nominal": 4}]}})
 
 
 def _retry_apply(control_plane: ControlPlane, obj: dict[str, Any]) -> None:
@@ -268,11 +269,25 @@ def test_local_queue_naming_a_missing_cluster_queue_is_refused(control_plane: Co
     assert "ClusterQueue 'no-such-cluster-queue' does not exist" in result.stderr
 
 
+def test_local_queue_naming_a_cluster_queue_without_namespace_selector_is_refused(
+        control_plane: ControlPlane, webhook: Webhook, managed: str) -> None:
+    closed = f"closed-{webhook.suffix}"
+    _retry_apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": closed},
+                                 "spec": {"quotas": [{"unit": f"gpus-{webhook.suffix}", "nominal": 4}]}})
+    refused = until("the webhook to know the closed ClusterQueue", lambda: create(
+        control_plane, local_queue("closed", managed, closed)), accept=lambda r: "does not exist" not in r.stderr,
+        timeout=10)
+    assert refused.returncode != 0
+    assert (f"ClusterQueue '{closed}' has no spec.namespaceSelector, so it serves no namespace. Its administrator "
+            "sets a namespaceSelector that matches this namespace (or {} for every namespace), or point to another "
+            "ClusterQueue") in refused.stderr
+
+
 def test_cluster_queue_quoting_a_missing_quota_unit_is_refused(control_plane: ControlPlane,
                                                                 webhook: Webhook) -> None:
     cluster_queue = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
                      "metadata": {"name": f"bad-{webhook.suffix}"},
-                     "spec": {"quotas": [{"unit": f"missing-{webhook.suffix}", "nominal": 1}]}}
+                     "spec": {"namespaceSelector": {}, "quotas": [{"unit": f"missing-{webhook.suffix}", "nominal": 1}]}}
     result = create(control_plane, cluster_queue)
     assert result.returncode != 0
     assert f"QuotaUnit 'missing-{webhook.suffix}'" in result.stderr and "does not exist" in result.stderr

@@ -33,7 +33,7 @@ class Rights:
                 *(["webhook-configurations.yaml"] if self.webhook_configurations else [])]
 
     def namespace_files(self) -> list[str]:
-        return [*(["leader-election.yaml"] if self.leader_election else []),
+        return ["seal-key.yaml", *(["leader-election.yaml"] if self.leader_election else []),
                 *(["ca-secret.yaml"] if self.draq_ca else [])]
 
 

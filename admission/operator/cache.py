@@ -201,6 +201,14 @@ class OperatorCache(ReflectorSet[Reflector]):
             else:
                 del self._deleted[kind][key]
 
+    def current(self, kind: str, key: Key) -> Mapping[str, Any] | None:
+        """One object as the operator knows it now: its assumed write while newer than the stored one."""
+        stored = self.reflectors[kind].store.get(key)
+        assumed = self._assumed[kind].get(key)
+        if assumed is not None and (stored is None or _version(assumed[1]) > _version(stored)):
+            return assumed[1]
+        return stored
+
     def objects(self, kind: str) -> list[dict[str, Any]]:
         store = dict(self.reflectors[kind].store)
         store.update(self.assumed(kind))

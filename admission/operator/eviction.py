@@ -19,6 +19,7 @@ from admission.core.cycle import (
     due_for_requeue,
     evicted_status,
     overdue,
+    preempted_message,
     preempted_status,
     requeue,
     victims_of,
@@ -84,7 +85,7 @@ class Evictor:
                             err)
                 continue
             log.warning("preempted %s for %s", group.key, preempt.group)
-            await self.writer.event(written, PREEMPTED, preempt.message, warning=True)
+            await self.writer.event(written, PREEMPTED, preempted_message(preempt, group), warning=True)
             await self._remove_members(group, jobs)
             changed = True
         return changed

@@ -52,7 +52,16 @@ from admission.core.cycle import (
 from admission.core.errors import DraqError
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
-from admission.core.quota import Amounts, Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
+from admission.core.quota import (
+    Amounts,
+    Phase,
+    QueueState,
+    SealCheck,
+    check_seal,
+    cluster_queue_status,
+    device_selected,
+    local_queue_status,
+)
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
@@ -62,6 +71,7 @@ from admission.operator.health import LoopHealth
 from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, default_identity
 from admission.operator.metrics import OperatorMetrics
 from admission.operator.reading import CacheReader, Reading
+from admission.operator.seal_key import load_seal_key
 from admission.operator.settings import OperatorSettings
 from admission.operator.unit_status import UnitStatusWriter
 from admission.operator.writer import Writer
@@ -202,6 +212,7 @@ class Operator:
     async def reconcile(self) -> None:
         """One full pass; safe to repeat (every write is conditional on what it finds)."""
         await self._abandoned_cycle_done()
+        await self._seal_ready()
         started = self.clock.monotonic()
         reading = self.reader.read()
         now = self.clock.now()
@@ -249,6 +260,39 @@ class Operator:
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
         await self._off_loop(self.metrics.cycle, reading, result, self.cycle_seconds[-1], self.clock.now())
+
+    async def _seal_ready(self) -> None:
+        """Load the record seal's key before the first reading; on the start that created it, seal the
+        records it finds (written before sealing existed, or under a lost key) as they are (`docs/operator.md`,
+        "Sealed records")."""
+        if self.writer.seal_key is None:
+            loaded = await load_seal_key(self.api, self.settings.lease_namespace, self.settings.seal_secret)
+            self.reader.seal_key = self.writer.seal_key = loaded.key
+            self.reader.adopting = self.writer.adopting = loaded.created
+            self.writer.untraceable = self.reader.untraceable
+        if self.writer.adopting and await self._adopt_unsealed():
+            self.reader.adopting = self.writer.adopting = False
+
+    async def _adopt_unsealed(self) -> bool:
+        """Seal every record that does not verify with the new key (none, or another key's seal); True when
+        none is left (a conflict is tried again next pass)."""
+        done = True
+        for manifest in self.cache.objects("PodGroup"):
+            meta = manifest.get("metadata") or {}
+            if check_seal(self.writer.seal_key or b"", str(meta.get("uid") or ""),
+                          manifest.get("status") or {}) not in (SealCheck.UNSEALED, SealCheck.BROKEN):
+                continue
+            try:
+                await self.writer.pod_group_status(str(meta.get("namespace")), str(meta.get("name")), {},
+                                                   str(meta.get("resourceVersion") or ""))
+                log.info("adopted the record of PodGroup %s/%s: sealed as it stands", meta.get("namespace"),
+                         meta.get("name"))
+            except KubeApiError as err:
+                if err.status != 404:
+                    log.warning("adopting the record of PodGroup %s/%s: %s", meta.get("namespace"),
+                                meta.get("name"), err)
+                    done = False
+        return done
 
     async def _decide(self, cycle: CycleInput) -> CycleResult:
         """The core's `decide` in a worker thread, so that webhook reviews and probes are answered meanwhile."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from admission.core.allocator import Snapshot
@@ -25,6 +25,7 @@ from admission.core.quota import (
     ClusterQueue,
     CompiledUnit,
     DraCel,
+    PodGroup,
     QueueState,
     Unreadable,
     compile_unit,
@@ -32,6 +33,7 @@ from admission.core.quota import (
     parse_local_queue,
     parse_pod_group,
     parse_quota_unit,
+    parse_sealed_pod_group,
     unreadable,
 )
 from admission.kube.clock import SYSTEM_CLOCK, Clock
@@ -111,6 +113,10 @@ class CacheReader:
         self._snapshot_inputs: dict[str, list[Any]] = {}
         self._pods_by_key: tuple[dict[str, Pod], set[str] | None] = ({}, None)
         self._problems: tuple[tuple[CompiledUnit, ...], object, dict[str, str]] | None = None
+        self.seal_key: bytes | None = None  # the record seal's key, loaded by the operator before its first pass
+        self.adopting = False  # the first start with a new key: records it cannot verify are taken as draq's
+        self._last_sealed: dict[str, PodGroup] = {}  # PodGroup uid -> its last record that traced to draq
+        self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
 
     def read(self) -> Reading:
         inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object) for kind in DRA_KINDS}
@@ -118,15 +124,19 @@ class CacheReader:
         pod_memo = self._parsed["Pod"]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
-        pod_groups = self._models("PodGroup", parse_pod_group)
+        pod_groups = self._models("PodGroup", self._parse_pod_group)
         group_manifests = [e.manifest for e in self._parsed["PodGroup"].current.values()]
         created = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": str(_meta(m).get("creationTimestamp", ""))
                    for m in group_manifests}
-        groups = collect_groups(managed, pod_groups, created, {b.key: b.reason for b in self._bad("PodGroup")})
+        unsealed = self._remember_sealed()
+        groups = collect_groups(managed, pod_groups, created, {b.key: b.reason for b in self._bad("PodGroup")},
+                                unsealed)
         queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
         local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue)}
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
-        bad = [b for kind in ("PodGroup", "ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
+        # An untraceable record whose last sealed one is known holds what that one holds (`counted_record`).
+        bad = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None else b for b in self._bad("PodGroup")]
+        bad += [b for kind in ("ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
         manifests: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef.of("Pod", _key(e.manifest)): e.manifest
@@ -139,6 +149,32 @@ class CacheReader:
                             invalid={b.ref: b.reason for b in bad},
                             unit_failures=self._unit_failures(compiled, snapshot))
         return Reading(cycle, queues, manifests, current, self._resource_quotas())
+
+    def _parse_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
+        """A PodGroup whose record draq can trace to its own writes (`admission.core.quota.seal`); without a
+        key (before the operator has loaded it) records are read as they stand."""
+        if self.seal_key is None:
+            return parse_pod_group(manifest)
+        uid = str(_meta(manifest).get("uid") or "")
+        return parse_sealed_pod_group(manifest, self.seal_key, self.adopting, self._last_sealed.get(uid))
+
+    def _remember_sealed(self) -> dict[str, PodGroup | None]:
+        """Remember each PodGroup's record that traced to draq (by uid); return the groups whose record did
+        not, each with the record draq last sealed for it (None when this process never saw one)."""
+        unsealed: dict[str, PodGroup | None] = {}
+        remembered: dict[str, PodGroup] = {}
+        self.untraceable.clear()
+        for entry in self._parsed["PodGroup"].current.values():
+            uid = entry.token[0]
+            if entry.model is not None:
+                remembered[uid] = entry.model
+            elif entry.bad is not None and entry.bad.unsealed:
+                self.untraceable.add(uid)
+                unsealed[entry.bad.key] = self._last_sealed.get(uid)
+                if uid in self._last_sealed:
+                    remembered[uid] = self._last_sealed[uid]
+        self._last_sealed = remembered  # PodGroups that are gone are forgotten
+        return unsealed
 
     def _resource_quotas(self) -> tuple[ResourceQuota, ...]:
         """The cached ResourceQuotas that parse (none where the cache has no ResourceQuota reflector)."""

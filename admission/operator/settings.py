@@ -26,6 +26,8 @@ class OperatorSettings:
     lease_seconds: float = 15.0
     renew_deadline_seconds: float | None = None  # default: two thirds of the lease
     retry_period_seconds: float | None = None  # default: 2/15 of the lease
+    # The PodGroup record seal's key: a Secret of this name in lease_namespace (draq's namespace).
+    seal_secret: str = "draq-seal-key"
     identity: str = ""  # default: POD_NAME, else the host name (stable across restarts)
     # An admitted group not all bound within this many seconds is evicted and requeued (a ClusterQueue's
     # spec.bindTimeoutSeconds overrides it).

@@ -9,13 +9,14 @@ carries the epoch it was decided under, which draq's webhook checks against the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from admission.core.cycle import pinned_affinity
 from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
 from admission.core.native_gangs import workload
+from admission.core.quota import SEAL_FIELD, SealCheck, check_seal, merged_status, seal_record
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock, timestamp
@@ -36,6 +37,9 @@ class Writer:
         self.clock = clock
         self._refused_pins: set[tuple[str, str]] = set()  # (pod uid, node) whose refusal has an Event
         self.events = EventBook()
+        self.seal_key: bytes | None = None  # the record seal's key, loaded by the operator before its first pass
+        self.adopting = False  # the first start with a new key: records it cannot verify are sealed as they are
+        self.untraceable: Collection[str] = ()  # uids of the PodGroups whose record the reader found untraceable
 
     def now(self) -> str:
         return timestamp(self.clock.now())
@@ -58,12 +62,27 @@ class Writer:
     async def pod_group_status(self, namespace: str, name: str, status: Mapping[str, Any],
                                resource_version: str | None = None) -> dict[str, Any]:
         """Merge `status` into the PodGroup's status; with `resource_version`, only if unchanged since."""
-        body: dict[str, Any] = {"status": fenced_status(status, self.fence.current_epoch())}
+        fenced = fenced_status(status, self.fence.current_epoch())
+        body: dict[str, Any] = {"status": self._sealed(namespace, name, fenced)}
         if resource_version:
             body["metadata"] = {"resourceVersion": resource_version}
         written = await self.api.merge_patch(kinds.POD_GROUPS.object_path(namespace, name, "status"), body)
         self.cache.assume("PodGroup", written)
         return written
+
+    def _sealed(self, namespace: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """`status` with the seal of the record it makes, merged over the record the cache holds, when that
+        record is draq's own; over a record draq cannot trace nothing is sealed, so it stays untraceable."""
+        if self.seal_key is None:
+            return status
+        base = self.cache.current("PodGroup", (namespace, name)) or {}
+        uid = str((base.get("metadata") or {}).get("uid") or "")
+        current = base.get("status") or {}
+        check = check_seal(self.seal_key, uid, current)
+        if not uid or uid in self.untraceable or (
+                check in (SealCheck.UNSEALED, SealCheck.BROKEN) and not self.adopting):
+            return status
+        return {**status, SEAL_FIELD: seal_record(self.seal_key, uid, merged_status(current, status))}
 
     # ----- pods -------------------------------------------------------------------------------------
     async def ungate(self, namespace: str, name: str, cached: Mapping[str, Any] | None,

@@ -217,8 +217,9 @@ def pod(name: str = "p", namespace: str = NAMESPACE, *, labels: Mapping[str, str
         container: str = "main", image: str | None = None,
         node: str | None = None, node_selector: Mapping[str, str] | None = None,
         phase: str | None = None, claim_statuses: Mapping[str, str] | None = None, created: str | None = None,
-        owner: Mapping[str, Any] | None = None, generate_name: str | None = None) -> Manifest:
-    """A Pod with one container.
+        owner: Mapping[str, Any] | None = None, generate_name: str | None = None,
+        priority: int | None = None) -> Manifest:
+    """A Pod with one container; `priority` is spec.priority, as the API server sets it from the class.
 
     `name=""` leaves the name out (with `generate_name`). `queue`, `group`, `group_min` set draq's
     labels on top of `labels` (an empty `labels` is written as an empty map). `gated` adds draq's
@@ -263,6 +264,8 @@ def pod(name: str = "p", namespace: str = NAMESPACE, *, labels: Mapping[str, str
         spec["nodeName"] = node
     if node_selector is not None:
         spec["nodeSelector"] = dict(node_selector)
+    if priority is not None:
+        spec["priority"] = priority
 
     manifest: Manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     status: dict[str, Any] = {}
@@ -292,10 +295,14 @@ def quota(unit: str, nominal: str | int, borrowing: str | int | None = None,
     return entry
 
 
+EVERY_NAMESPACE: Mapping[str, Any] = {}
+
+
 def cluster_queue(name: str, *quotas: dict[str, Any], cohort: str | None = None, strategy: str | None = None,
-                  namespace_selector: Mapping[str, Any] | None = None,
+                  namespace_selector: Mapping[str, Any] | None = EVERY_NAMESPACE,
                   status: Mapping[str, Any] | None = None) -> Manifest:
-    """A ClusterQueue with the `quota(...)` entries given; `status` as the operator writes it."""
+    """A ClusterQueue with the `quota(...)` entries given, serving every namespace unless `namespace_selector`
+    says otherwise (None: no selector, so it serves none); `status` as the operator writes it."""
     spec: dict[str, Any] = {}
     if cohort is not None:
         spec["cohort"] = cohort

@@ -68,6 +68,7 @@ class FakeApi:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[Write] = []
         self._versions = itertools.count(1)
+        self._uids = itertools.count(1)
         self._version = 0
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self.fail: Callable[[str, str], KubeApiError | None] = lambda method, path: None
@@ -80,6 +81,7 @@ class FakeApi:
             obj = copy.deepcopy(dict(manifest))
             meta = obj.setdefault("metadata", {})
             plural = _plural(str(obj["kind"]))
+            self._give_uid(plural, meta)
             self._stamp(obj)
             self.objects[(plural, str(meta.get("namespace", "")), str(meta["name"]))] = obj
             self._notify(plural, "ADDED", obj)
@@ -114,6 +116,7 @@ class FakeApi:
         key = (target.plural, target.namespace, str(meta["name"]))
         if key in self.objects:
             raise KubeApiError("POST", path, 409, f"{target.plural} {meta['name']!r} already exists")
+        self._give_uid(target.plural, meta)
         self._stamp(obj)
         self.objects[key] = obj
         self._notify(target.plural, "ADDED", obj)
@@ -186,6 +189,11 @@ class FakeApi:
         if obj is None:
             raise KubeApiError(method, path, 404, f"{target.plural} {target.name!r} not found")
         return obj
+
+    def _give_uid(self, plural: str, meta: dict[str, Any]) -> None:
+        """A PodGroup gets a uid at creation, as from the API server: its record's seal is bound to it."""
+        if plural == "podgroups":
+            meta.setdefault("uid", f"uid-{next(self._uids)}")
 
     def _stamp(self, obj: dict[str, Any]) -> None:
         self._version = next(self._versions)

@@ -23,14 +23,17 @@ PUBLIC = {
         "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
-        "planned_allocation", "preempted_status", "promised_allocations", "promised_devices", "promised_pods",
+        "planned_allocation", "preempted_message", "preempted_status",
+        "promised_allocations", "promised_devices", "promised_pods",
         "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreleased_members",
         "victims_of"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
         "CompiledUnit", "CounterSets", "Counting", "Difference", "DraCel", "ExtendedResource", "GroupObjects",
-        "Inventory", "LocalQueue", "NONE", "Phase", "Placement", "Plan", "PlannedClaim", "PodGroup", "QueueQuota",
+        "Inventory", "LocalQueue", "NONE", "Phase", "SEAL_FIELD", "SEAL_KEY_BYTES", "SealCheck", "UnsealedRecord",
+        "check_seal", "merged_status", "parse_sealed_pod_group", "seal_record",
+        "Placement", "Plan", "PlannedClaim", "PodGroup", "QueueQuota",
         "QueueState", "QueueingStrategy", "QuotaFit", "QuotaUnit", "Reconciliation", "SelectionFilter", "Slot",
         "Unchargeable", "UnitStatus", "Unreadable", "charge_group", "charge_status", "cluster_queue_active",
         "cluster_queue_status", "compile_unit", "device_selected", "device_value", "extended_claim_id",
@@ -79,7 +82,8 @@ PUBLIC = {
     ],
     "admission.core.cycle.preemption": [
         "Holding", "NoVictims", "PREEMPTED", "Preemptor", "SearchInput", "Victims", "candidates", "find_victims",
-        "holdings", "may_preempt", "nodes_after", "plan_preemptions", "preempted_status", "victims_of",
+        "holdings", "may_preempt", "nodes_after", "plan_preemptions", "preempted_message", "preempted_status",
+        "victims_of",
         "without_devices", "without_pods"
     ],
     "admission.core.cel": [

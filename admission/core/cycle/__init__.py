@@ -28,7 +28,7 @@ from admission.core.cycle.late import LATE_CONDITION, late_members
 from admission.core.cycle.nodes import promised_pods
 from admission.core.cycle.pinning import NODE_NAME_FIELD, pin_requirement, pinned_affinity
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
-from admission.core.cycle.preemption import PREEMPTED, preempted_status, victims_of
+from admission.core.cycle.preemption import PREEMPTED, preempted_message, preempted_status, victims_of
 from admission.core.cycle.progress import (
     ChargeCorrection,
     charge_corrections,
@@ -123,6 +123,7 @@ __all__ = [
     "pinned_affinity",
     "plan_status",
     "planned_allocation",
+    "preempted_message",
     "preempted_status",
     "promised_allocations",
     "promised_devices",

@@ -36,6 +36,7 @@ from admission.core.models import LabelSelector, ObjectRef, Pod, ResourceClaim
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     ChargeResult,
+    ClusterQueue,
     GroupObjects,
     Inventory,
     LocalQueue,
@@ -59,7 +60,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
     decisions: list[GroupDecision] = []
-    pending, behind = _queue_heads([g for g in cycle.groups if g.pending], cycle)
+    # A group whose record draq cannot trace is told so even when none of its members is gated.
+    pending, behind = _queue_heads([g for g in cycle.groups if g.pending or g.unsealed], cycle)
     decisions.extend(behind)
     gangs = {g.key: gang_of(g) for g in pending}
     early = [_precheck(g, gangs[g.key], cycle) for g in pending]
@@ -162,8 +164,22 @@ class _Unfit:
             self.full = before | allocator.full_nodes(usage, set(placed) - before)
 
 
+def _above_cap(group: GroupView, local: LocalQueue, queue: ClusterQueue) -> Wait | None:
+    """A group whose priority is above the cap of its LocalQueue or ClusterQueue waits, naming the cap."""
+    for kind, name, cap in (("LocalQueue", local.key, local.max_priority),
+                            ("ClusterQueue", queue.name, queue.max_priority)):
+        if cap is not None and group.priority > cap:
+            return Wait(group.key, WaitReason.PRIORITY_CAP, f"priority {group.priority} (the highest of its "
+                        f"pods' PriorityClasses) is above the spec.maxPriority {cap} of {kind} {name}; give its "
+                        f"pods a PriorityClass of at most {cap}, or use another queue", queue.name)
+    return None
+
+
 # ----- before ordering ------------------------------------------------------------------------------
 def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
+    if group.unsealed:
+        return Wait(group.key, WaitReason.UNSEALED, f"{group.unreadable}; the group is not considered and its "
+                    "pods stay gated until then")
     if group.unreadable:
         return Wait(group.key, WaitReason.UNREADABLE, f"{group.unreadable}; whether the group is admitted "
                     "cannot be told, so it is not considered until its PodGroup is fixed")
@@ -173,9 +189,17 @@ def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
     unusable = _unusable_queue(group, local, cycle)
     if unusable is not None or local is None:
         return unusable
-    selector = cycle.state.queues[local.cluster_queue].namespace_selector
+    queue = cycle.state.queues[local.cluster_queue]
+    above = _above_cap(group, local, queue)
+    if above is not None:
+        return above
+    if queue.namespace_selector is None:
+        return Wait(group.key, WaitReason.NO_QUEUE, f"ClusterQueue {local.cluster_queue} has no "
+                    f"spec.namespaceSelector, so it serves no namespace (LocalQueue {group.namespace}/{group.queue} "
+                    "points to it); its administrator sets namespaceSelector to a selector matching the namespace, "
+                    "or {} for every namespace", local.cluster_queue)
     labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
-    if labels is not None and not selector.matches(labels):
+    if labels is not None and not queue.serves(labels):
         return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
                     f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
     retry = in_backoff(group, cycle.now) if cycle.now is not None else None

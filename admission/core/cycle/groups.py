@@ -2,8 +2,8 @@
 
 A managed pod carries `draq.io/queue` and `draq.io/pod-group` (the webhook sets both). Pods with the
 same group label in one namespace form a group; its PodGroup object, when one exists, supplies the
-minimum, the priority and the recorded admission. Without one the minimum is the pods'
-`draq.io/group-min` label (1 when absent) and the priority 0.
+minimum and the recorded admission. Without one the minimum is the pods' `draq.io/group-min` label (1
+when absent). The priority is the members' (`group_priority`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class GroupView:
     pod_group: PodGroup | None = None
     problem: str = ""  # a label a user must fix before the group can be considered
     unreadable: str = ""  # why its PodGroup, which exists, does not parse (its record is unknown)
+    unsealed: bool = False  # `unreadable` because draq cannot trace its record to its own writes
+    # The record draq last sealed for an `unsealed` group, when this process saw it: the usage counts it.
+    last_sealed: PodGroup | None = None
     declared: DeclaredShape | None = None  # the members its owner's spec declares, when draq knows the owner
 
     @property
@@ -52,6 +55,12 @@ class GroupView:
         return self.pod_group is not None and self.pod_group.holds_quota
 
     @property
+    def counted_record(self) -> PodGroup | None:
+        """The record the queue usage counts: its PodGroup's, or for a record draq cannot trace the one it
+        last sealed (never a forged lower charge or a forged Finished)."""
+        return self.pod_group if self.pod_group is not None else self.last_sealed
+
+    @property
     def pending(self) -> bool:
         """Waiting for admission: not admitted, and has gated members; or, with a declared shape, has no
         members yet and has not finished (it can be admitted before they exist)."""
@@ -67,12 +76,15 @@ def is_managed(pod: Pod) -> bool:
 
 def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
                    created: Mapping[str, str] | None = None,
-                   unreadable: Mapping[str, str] | None = None) -> tuple[GroupView, ...]:
+                   unreadable: Mapping[str, str] | None = None,
+                   unsealed: Mapping[str, PodGroup | None] | None = None) -> tuple[GroupView, ...]:
     """Every group with at least one managed pod or a PodGroup object, sorted by key.
 
     `created` maps PodGroup keys to their creationTimestamp (FIFO order); without it, the earliest
     member's creation time is used. `unreadable` maps the keys of PodGroups that exist but do not parse
     to why: their groups are kept out of admission (their record, maybe an admission, is unknown).
+    `unsealed` maps the keys of those among them whose record draq cannot trace to its own writes to the
+    record draq last sealed for them (None when not known).
     """
     by_key: dict[str, list[Pod]] = {}
     for pod in pods:
@@ -84,6 +96,8 @@ def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
         members = tuple(sorted(by_key.get(key, ()), key=lambda p: p.name))
         view = _view(key, members, objects.get(key), (created or {}).get(key, ""))
         broken = (unreadable or {}).get(key, "")
+        if broken and unsealed is not None and key in unsealed:
+            view = replace(view, unsealed=True, last_sealed=unsealed[key])
         groups.append(replace(view, unreadable=broken) if broken else view)
     return tuple(groups)
 
@@ -92,13 +106,23 @@ def _view(key: str, pods: tuple[Pod, ...], pod_group: PodGroup | None, created: 
     namespace, name = key.split("/", 1)
     earliest = min((p.meta.creation_timestamp for p in pods if p.meta.creation_timestamp), default="")
     if pod_group is not None:
-        return GroupView(namespace, name, pod_group.queue, pod_group.min_member, pod_group.priority,
+        return GroupView(namespace, name, pod_group.queue, pod_group.min_member, group_priority(pods, pod_group),
                          created or earliest, pods, pod_group, _queue_mismatch(pods, pod_group.queue))
     queues = sorted({p.labels[QUEUE_LABEL] for p in pods})
     minimum, problem = _label_minimum(pods)
     if len(queues) > 1:
         problem = f"members name different queues ({', '.join(queues)}) in label {QUEUE_LABEL}"
-    return GroupView(namespace, name, queues[0], minimum, 0, earliest, pods, None, problem)
+    return GroupView(namespace, name, queues[0], minimum, group_priority(pods, None), earliest, pods, None, problem)
+
+
+def group_priority(pods: tuple[Pod, ...], pod_group: PodGroup | None) -> int:
+    """The highest spec.priority among the members (the API server sets it from their PriorityClass, whose
+    use a ResourceQuota scope can limit per namespace; 0 without members); a PodGroup's spec.priority may
+    lower it, never raise it (whoever may write the PodGroup could otherwise choose any priority)."""
+    highest = max((p.priority for p in pods), default=0)
+    if pod_group is None or pod_group.priority is None:
+        return highest
+    return min(pod_group.priority, highest)
 
 
 def _label_minimum(pods: tuple[Pod, ...]) -> tuple[int, str]:

@@ -61,7 +61,7 @@ def rebuild_state(queues: Iterable[ClusterQueue], groups: Iterable[GroupView],
     """
     state = QueueState.empty(queues)
     for group in groups:
-        pod_group = group.pod_group
+        pod_group = group.counted_record
         if pod_group is None or not pod_group.holds_quota:
             continue
         state = state.restore(Admission(group.key, pod_group.cluster_queue, pod_group.charge,

@@ -48,11 +48,11 @@ def admitted_status(admit: Admit, members: int, now: str) -> dict[str, Any]:
 
 
 def pending_status(wait: Wait, members: int, now: str) -> dict[str, Any]:
-    """Why the group waits. The phase is left as it is when the PodGroup does not parse: its record may
-    hold an admission, which a `Pending` would erase."""
+    """Why the group waits. The phase is left as it is when the PodGroup does not parse or its record is
+    not draq's: its record may hold an admission, which a `Pending` would erase."""
     waiting = condition(ADMITTED_CONDITION, False, wait.reason.value, wait.message, now)
     status: dict[str, Any] = {"message": wait.message, "members": members, "conditions": [waiting]}
-    if wait.reason is not WaitReason.UNREADABLE:
+    if wait.reason not in (WaitReason.UNREADABLE, WaitReason.UNSEALED):
         status["phase"] = Phase.PENDING.value
     return status
 

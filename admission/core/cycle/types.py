@@ -42,6 +42,8 @@ class WaitReason(StrEnum):
     # its declared shape fits neither the empty cluster nor its ClusterQueue's limits: waiting cannot help
     NEVER_FITS = "NeverAdmissible"
     BEHIND = "BehindInQueue"  # its LocalQueue's head took this cycle's evaluations (CycleInput.queue_budget)
+    PRIORITY_CAP = "PriorityAboveCap"  # its priority is above its LocalQueue's or ClusterQueue's maxPriority
+    UNSEALED = "RecordNotSealed"  # its PodGroup's record was not written by draq (its seal does not verify)
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,6 +103,8 @@ class Pod(Named):
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     # spec.workloadRef.name: the native gang (Workload) the pod belongs to, if any.
     workload: str = ""
+    # spec.priority: set by the API server's Priority admission from spec.priorityClassName.
+    priority: int = 0
 
     @property
     def uid(self) -> str:
@@ -174,6 +176,7 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         spread_constraints=tuple(_spread_constraint(c, meta.labels) for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
         workload=spec.map("workloadRef").str("name"),
+        priority=spec.int("priority"),
     )
 
 

@@ -40,6 +40,16 @@ from admission.core.quota.queues import (
     parse_local_queue,
 )
 from admission.core.quota.reconcile import Difference, Reconciliation, reconcile
+from admission.core.quota.seal import (
+    SEAL_FIELD,
+    SEAL_KEY_BYTES,
+    SealCheck,
+    UnsealedRecord,
+    check_seal,
+    merged_status,
+    parse_sealed_pod_group,
+    seal_record,
+)
 from admission.core.quota.status import (
     CounterSets,
     cluster_queue_active,
@@ -56,6 +66,8 @@ from admission.core.quota.unreadable import Unreadable, unreadable
 
 __all__ = [
     "NONE",
+    "SEAL_FIELD",
+    "SEAL_KEY_BYTES",
     "AccountingError",
     "Admission",
     "Amounts",
@@ -83,13 +95,16 @@ __all__ = [
     "QuotaFit",
     "QuotaUnit",
     "Reconciliation",
+    "SealCheck",
     "SelectionFilter",
     "Slot",
     "Unchargeable",
     "UnitStatus",
     "Unreadable",
+    "UnsealedRecord",
     "charge_group",
     "charge_status",
+    "check_seal",
     "cluster_queue_active",
     "cluster_queue_status",
     "compile_unit",
@@ -103,14 +118,17 @@ __all__ = [
     "invalid_queue_active",
     "invalid_unit_event",
     "local_queue_status",
+    "merged_status",
     "parse_cluster_queue",
     "parse_local_queue",
     "parse_pod_group",
     "parse_quota_unit",
+    "parse_sealed_pod_group",
     "pool_counter_sets",
     "quota_unit_ready",
     "quota_unit_status",
     "reconcile",
     "reconciliation_status",
+    "seal_record",
     "unreadable",
 ]

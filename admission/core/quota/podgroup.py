@@ -68,7 +68,7 @@ class PodGroup:
     name: str
     min_member: int
     queue: str
-    priority: int = 0
+    priority: int | None = None  # spec.priority: may lower the priority its pods' class gives, never raise it
     phase: Phase = Phase.PENDING
     charge: Amounts = NONE
     borrowed: Amounts = NONE
@@ -114,7 +114,8 @@ def parse_pod_group(manifest: Mapping[str, Any], default_namespace: str = "defau
                   for s in plan.maps("slots"))
     return PodGroup(
         namespace=meta.str("namespace") or default_namespace, name=meta.str("name", required=True),
-        min_member=min_member, queue=spec.str("queue", required=True), priority=spec.int("priority"),
+        min_member=min_member, queue=spec.str("queue", required=True),
+        priority=spec.int("priority") if spec.has("priority") else None,
         phase=Phase(phase), charge=Amounts.of(charge), borrowed=Amounts.of(borrowed),
         cluster_queue=status.str("clusterQueue"), admitted_at=status.str("admittedAt"),
         plan=Plan(nodes, claims, slots), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),

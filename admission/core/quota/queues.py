@@ -39,12 +39,18 @@ class ClusterQueue:
     name: str
     quotas: tuple[QueueQuota, ...] = ()
     cohort: str | None = None
-    namespace_selector: LabelSelector = field(default_factory=LabelSelector)
+    # None (no spec.namespaceSelector): serves no namespace; the empty selector serves every one.
+    namespace_selector: LabelSelector | None = None
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     # How long an admitted group may take until every member is bound; None: the operator's default.
     bind_timeout_seconds: int | None = None
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     fair_sharing_weight: Fraction = Fraction(1)
+    max_priority: int | None = None  # groups of a higher priority wait (None: no cap)
+
+    def serves(self, namespace_labels: Mapping[str, str]) -> bool:
+        """Whether a namespace with these labels may use the queue (closed by default)."""
+        return self.namespace_selector is not None and self.namespace_selector.matches(namespace_labels)
 
     def quota(self, unit: str) -> QueueQuota | None:
         return next((q for q in self.quotas if q.unit == unit), None)
@@ -55,6 +61,7 @@ class LocalQueue:
     namespace: str
     name: str
     cluster_queue: str
+    max_priority: int | None = None  # groups of a higher priority wait (None: no cap beyond the ClusterQueue's)
 
     @property
     def key(self) -> str:
@@ -80,9 +87,11 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
         raise spec.fail("bindTimeoutSeconds", f"{timeout} is too short: at least 10 seconds")
     return ClusterQueue(
         name=fields.map("metadata").str("name", required=True), quotas=tuple(quotas), cohort=cohort,
-        namespace_selector=read_label_selector(spec.map("namespaceSelector")),
+        namespace_selector=read_label_selector(spec.map("namespaceSelector")) if spec.has("namespaceSelector")
+        else None,
         strategy=QueueingStrategy(strategy), bind_timeout_seconds=timeout,
-        preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec))
+        preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec),
+        max_priority=spec.int("maxPriority") if spec.has("maxPriority") else None)
 
 
 def _unit_quota(entry: Fields, cohort: str | None) -> QueueQuota:
@@ -108,9 +117,10 @@ def _non_negative(entry: Fields, key: str) -> Quantity:
 
 def parse_local_queue(manifest: Mapping[str, Any], default_namespace: str = "default") -> LocalQueue:
     fields = check_kind(manifest, "LocalQueue")
-    meta = fields.map("metadata")
+    meta, spec = fields.map("metadata"), fields.map("spec")
     return LocalQueue(namespace=meta.str("namespace") or default_namespace,
                       name=meta.str("name", required=True),
-                      cluster_queue=fields.map("spec").str("clusterQueue", required=True))
+                      cluster_queue=spec.str("clusterQueue", required=True),
+                      max_priority=spec.int("maxPriority") if spec.has("maxPriority") else None)
 
 

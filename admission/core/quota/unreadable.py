@@ -17,6 +17,7 @@ from admission.core.errors import DraqError
 from admission.core.models import ObjectRef
 from admission.core.quota.accounting import QueueState
 from admission.core.quota.podgroup import Phase
+from admission.core.quota.seal import UnsealedRecord
 
 _HOLDS_NOTHING = frozenset({Phase.PENDING.value, Phase.FINISHED.value, Phase.EVICTED.value})
 
@@ -32,6 +33,7 @@ class Unreadable:
     holds_quota_in: str | None = ""
     # A ClusterQueue: the cohort it declares ("" none; None: cannot tell).
     cohort: str | None = ""
+    unsealed: bool = False  # a PodGroup that parses but whose record draq cannot trace to its own writes
 
     @property
     def label(self) -> str:
@@ -49,7 +51,11 @@ def unreadable(kind: str, manifest: Mapping[str, Any], error: DraqError) -> Unre
     namespace = meta.get("namespace")
     key = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else str(name)
     if kind == "PodGroup":
-        return Unreadable(kind, key, str(error), holds_quota_in=_held_in(_map(manifest.get("status"))))
+        status = _map(manifest.get("status"))
+        # A record draq cannot trace may say Finished or Pending over an admission it holds: its phase is
+        # not believed, only a ClusterQueue it names narrows where it may hold quota.
+        held = _named_queue(status) if isinstance(error, UnsealedRecord) else _held_in(status)
+        return Unreadable(kind, key, str(error), holds_quota_in=held, unsealed=isinstance(error, UnsealedRecord))
     if kind == "ClusterQueue":
         cohort = _map(manifest.get("spec")).get("cohort", "")
         return Unreadable(kind, key, str(error), cohort=cohort if isinstance(cohort, str) else None)
@@ -60,6 +66,10 @@ def _held_in(status: Mapping[str, Any]) -> str | None:
     phase = status.get("phase", Phase.PENDING.value)
     if isinstance(phase, str) and phase in _HOLDS_NOTHING:
         return ""
+    return _named_queue(status)
+
+
+def _named_queue(status: Mapping[str, Any]) -> str | None:
     queue = status.get("clusterQueue")
     return queue if isinstance(queue, str) and queue else None
 
@@ -78,7 +88,9 @@ def with_unreadable(state: QueueState, items: Iterable[Unreadable]) -> QueueStat
 
 def _unknown_usage(state: QueueState, item: Unreadable) -> list[tuple[str, str]]:
     if item.kind == "PodGroup" and item.holds_quota_in != "":
-        why = f"{item.label} records an admission that cannot be read ({item.reason})"
+        why = (f"{item.label} carries a record draq did not write, and what draq last sealed for it is not known "
+               f"in this process ({item.reason})" if item.unsealed
+               else f"{item.label} records an admission that cannot be read ({item.reason})")
         return [(queue, why) for queue in ([item.holds_quota_in] if item.holds_quota_in else sorted(state.queues))]
     if item.kind == "ClusterQueue" and item.cohort != "" and state.groups_of(item.key):
         cohort = f"cohort {item.cohort}" if item.cohort else "an unreadable cohort"

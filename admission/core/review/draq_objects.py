@@ -24,6 +24,12 @@ def _validate_local_queue(request: AdmissionRequest, lookups: Lookups) -> Decisi
             missing=[ObjectRef("ClusterQueue", "", name)],
         )
     selector = mapping(cluster_queue.get("spec")).get("namespaceSelector")
+    if selector is None:
+        return Decision.deny(
+            f"{request.describe()}, field spec.clusterQueue: ClusterQueue {name!r} has no spec.namespaceSelector, "
+            "so it serves no namespace. Its administrator sets a namespaceSelector that matches this namespace "
+            "(or {} for every namespace), or point to another ClusterQueue",
+        )
     namespace_labels = lookups.namespace_labels(request.namespace)
     if namespace_labels is None or not isinstance(selector, Mapping):
         return Decision.allow()

@@ -99,11 +99,11 @@ def test_rules_name_concrete_verbs_and_resources_and_nothing_that_escalates(path
             f"create cannot be narrowed to names, so it never matches: {rule}"
 
 
-def test_secrets_are_only_in_the_namespaced_role_and_only_draqs_ca_is_readable() -> None:
+def test_secrets_are_only_in_the_namespaced_role_and_only_draqs_seal_key_and_ca_are_readable() -> None:
     cluster_rules, namespace_rules = full_rights()
     assert not any("secrets" in rule["resources"] for rule in cluster_rules)
     readable = [rule for rule in namespace_rules if "secrets" in rule["resources"] and "get" in rule["verbs"]]
-    assert [rule["resourceNames"] for rule in readable] == [["draq-webhook-ca"]]
+    assert [rule["resourceNames"] for rule in readable] == [["draq-seal-key"], ["draq-webhook-ca"]]
 
 
 def test_the_chart_template_includes_every_rule_file() -> None:
@@ -117,10 +117,12 @@ def test_the_chart_template_includes_every_rule_file() -> None:
 def test_optional_rights_leave_their_rules_out() -> None:
     none = rbac.Rights(native_gangs=False, webhook_configurations=False, leader_election=False, draq_ca=False)
     names = [m["kind"] for m in rbac.manifests(DRAQ_NS, rights=none)]
-    assert names == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
+    assert names == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
     [role] = [m for m in rbac.manifests(DRAQ_NS, rights=none) if m["kind"] == "ClusterRole"]
     granted = {r for rule in role["rules"] for r in rule["resources"]}
     assert not granted & {"workloads", "mutatingwebhookconfigurations", "leases", "secrets"}
+    [local] = [m for m in rbac.manifests(DRAQ_NS, rights=none) if m["kind"] == "Role"]  # the seal key is not optional
+    assert [r.get("resourceNames") for r in local["rules"]] == [None, ["draq-seal-key"]]
 
 
 # ----- the code's requests ------------------------------------------------------------------------------

@@ -65,11 +65,12 @@ def gpu_claim(name: str, count: int) -> Manifest:
 
 def member(name: str, group: str, *, queue: str = "lq", group_min: int | str = 1, template: str | None = None,
            claim: str | None = None, created: str = CREATED, gated: bool = True,
-           node: str = "", phase: str = "Pending") -> Manifest:
-    """A pod of `group`: its claim entry `gpu` from `template`, entry `shared` naming `claim`."""
+           node: str = "", phase: str = "Pending", priority: int | None = None) -> Manifest:
+    """A pod of `group`: its claim entry `gpu` from `template`, entry `shared` naming `claim`; `priority` is
+    its spec.priority (from its PriorityClass)."""
     return pod(name, NS, queue=queue, group=group, group_min=group_min, gated=gated,
                templates={"gpu": template} if template else None, claims={"shared": claim} if claim else None,
-               node=node, phase=phase, created=created)
+               node=node, phase=phase, created=created, priority=priority)
 
 
 def gang(group: str, size: int, gpus_each: int, **options: Any) -> list[Manifest]:
@@ -79,7 +80,7 @@ def gang(group: str, size: int, gpus_each: int, **options: Any) -> list[Manifest
         member(f"{group}-{i}", group, group_min=size, template=name, **options) for i in range(size)]
 
 
-def group_record(name: str, min_member: int, *, queue: str = "lq", priority: int = 0,
+def group_record(name: str, min_member: int, *, queue: str = "lq", priority: int | None = None,
           status: dict[str, Any] | None = None) -> PodGroup:
     """The PodGroup model of `name`."""
     return model(pod_group(name, min_member, queue, namespace=NS, priority=priority, status=status or {}))

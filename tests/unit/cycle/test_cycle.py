@@ -82,9 +82,9 @@ def test_shared_claim_is_charged_and_allocated_once() -> None:
 
 
 def test_higher_priority_goes_first_even_when_created_later() -> None:
-    low, high = gang("low", 1, 4, created="2026-01-01T00:00:00Z"), gang("high", 1, 4, created="2026-01-02T00:00:00Z")
-    groups = [group_record("low", 1, priority=1), group_record("high", 1, priority=10)]
-    result = cycle(NODES + low + high, [gpu_queue("main", 4)], pod_groups=groups)
+    low = gang("low", 1, 4, created="2026-01-01T00:00:00Z", priority=1)
+    high = gang("high", 1, 4, created="2026-01-02T00:00:00Z", priority=10)
+    result = cycle(NODES + low + high, [gpu_queue("main", 4)])
     assert isinstance(result.decision(f"{NS}/high"), Admit)
     assert isinstance(result.decision(f"{NS}/low"), Wait)
 

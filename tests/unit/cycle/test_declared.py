@@ -296,7 +296,8 @@ def test_preemption_makes_room_for_the_whole_declared_shape() -> None:
     scene.records.append(model(pod_group("js", 2, "lq-main", namespace=NS, priority=10, status={})))
     cycle = scene.cycle_input()
     declared = shape(("worker", 2))
-    groups = tuple(dataclasses.replace(g, declared=declared, created=NOW) if g.name == "js" else g
+    # No member exists yet: the group's priority is what its PriorityClass gives (the PodGroup may only lower it).
+    groups = tuple(dataclasses.replace(g, declared=declared, created=NOW, priority=10) if g.name == "js" else g
                    for g in cycle.groups)
     cycle = dataclasses.replace(cycle, groups=groups)
     result = run_cycle(cycle)

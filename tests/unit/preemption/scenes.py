@@ -105,7 +105,7 @@ class Scene:
             self.objects.append(claim(f"{name}-gpu", exactly("gpus", count=count), namespace=NS,
                                       allocation=holding(*ids, request="gpus"), reserved_for=[name]))
             self.objects.append(pod(name, NS, queue=f"lq-{cq}", group=group, group_min=len(placement),
-                                    claims={"gpu": f"{name}-gpu"}, node=node, phase="Running"))
+                                    claims={"gpu": f"{name}-gpu"}, node=node, phase="Running", priority=priority))
             pods.append(name)
         total = sum(c for _, c in placement)
         status = {"phase": "Running", "clusterQueue": cq, "admittedAt": stamp(admitted_minutes_ago),
@@ -116,7 +116,7 @@ class Scene:
         return self
 
     def waiting(self, group: str, cq: str, size: int, gpus_each: int, *, priority: int = 0) -> Scene:
-        self.objects.extend(gang(group, size, gpus_each, queue=f"lq-{cq}"))
+        self.objects.extend(gang(group, size, gpus_each, queue=f"lq-{cq}", priority=priority))
         self.records.append(model(pod_group(group, size, f"lq-{cq}", namespace=NS, priority=priority, status={})))
         return self
 

@@ -35,7 +35,7 @@ async def world() -> tuple[FakeApi, Operator]:
     await asyncio.sleep(0.02)
     await operator.reconcile()
     assert record(api, "low")["phase"] == record(api, "solo")["phase"] == "Running"
-    api.add(pod_group("high", 1, "lq", namespace=NS, priority=5), *gang("high", 1, 4), *gang("late", 1, 2))
+    api.add(pod_group("high", 1, "lq", namespace=NS), *gang("high", 1, 4, priority=5), *gang("late", 1, 2))
     await asyncio.sleep(0.02)
     return api, operator
 

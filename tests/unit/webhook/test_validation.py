@@ -143,6 +143,18 @@ def test_local_queue_outside_the_cluster_queue_namespace_selector_is_denied() ->
     assert check(LOCAL_QUEUE, _local_queue("picky"), lookups).allowed
 
 
+def test_local_queue_naming_a_cluster_queue_without_namespace_selector_is_denied() -> None:
+    lookups = cluster()
+    lookups.cluster_queues["closed"] = {"spec": {"quotas": []}}
+    lookups.cluster_queues["open"] = {"spec": {"namespaceSelector": {}}}
+    decision = check(LOCAL_QUEUE, _local_queue("closed"), lookups)
+    assert not decision.allowed
+    assert "field spec.clusterQueue: ClusterQueue 'closed' has no spec.namespaceSelector, so it serves no " \
+        "namespace. Its administrator sets a namespaceSelector that matches this namespace (or {} for every " \
+        "namespace), or point to another ClusterQueue" in decision.message
+    assert check(LOCAL_QUEUE, _local_queue("open"), lookups).allowed  # {} serves every namespace
+
+
 def test_local_queue_naming_a_cluster_queue_with_an_invalid_namespace_selector_is_denied() -> None:
     lookups = cluster()
     lookups.cluster_queues["odd"] = {"spec": {"namespaceSelector": {

@@ -11,6 +11,7 @@ from admission.core.cycle.preemption.plan import (
     PREEMPTED,
     nodes_after,
     plan_preemptions,
+    preempted_message,
     preempted_status,
     victims_of,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "may_preempt",
     "nodes_after",
     "plan_preemptions",
+    "preempted_message",
     "preempted_status",
     "victims_of",
     "without_devices",

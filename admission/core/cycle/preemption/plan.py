@@ -113,10 +113,21 @@ def preempted_status(preempt: Preempt, victim: GroupView, now: dt.datetime,
     and plan cleared, requeued at once (no backoff: the group did nothing wrong)."""
     stamp = format_time(now)
     evictions = victim.pod_group.evictions if victim.pod_group is not None else 0
-    return {"phase": Phase.EVICTED.value, "message": preempt.message, "members": len(victim.pods),
+    message = preempted_message(preempt, victim)
+    return {"phase": Phase.EVICTED.value, "message": message, "members": len(victim.pods),
             "evictions": evictions, "requeueAt": stamp, "charge": None, "plan": None,
             "suspendedJobs": sorted(suspended_jobs) or None,
-            "conditions": [condition(ADMITTED_CONDITION, False, PREEMPTED, preempt.message, stamp)]}
+            "conditions": [condition(ADMITTED_CONDITION, False, PREEMPTED, message, stamp)]}
+
+
+def preempted_message(preempt: Preempt, victim: GroupView) -> str:
+    """What a preempted group is told (its record and its Event): who preempted it and, when members have no
+    controller to recreate them (bare pods), that those are deleted for good."""
+    bare = sorted(p.name for p in victim.pods if p.meta.controller is None)
+    if not bare:
+        return preempt.message
+    return (f"{preempt.message}; pod(s) {', '.join(bare)} have no controller to recreate them: they are deleted "
+            "for good and must be created again to run")
 
 
 def victims_of(plan: Preemptions, groups: Sequence[GroupView]) -> list[tuple[Preempt, GroupView]]:
