@@ -1,21 +1,25 @@
-"""HTTP handlers: bytes of an AdmissionReview in, an AdmissionReview out, always with HTTP 200.
+"""HTTP handlers: bytes of an AdmissionReview in, an AdmissionReview out.
 
-Whatever arrives (not JSON, too deep, too large, wrong shapes) gets a well-formed AdmissionReview
-back; a malformed one is denied with code 400. A bug in a decision is logged and answered with a
-denial that says so, never with an HTTP 500 the API server could only report as "webhook failed".
+Whatever the API server can send (not JSON, too deep, wrong shapes) gets a well-formed AdmissionReview
+back with HTTP 200; a malformed one is denied with code 400. A bug in a decision is logged and answered
+with a denial that says so, never with an HTTP 500 the API server could only report as "webhook failed".
 
-Bodies are read in chunks, never more than `MAX_BODY_BYTES` plus one chunk. A larger body is answered
-from its first `UID_PREFIX_BYTES` only, with the uid read from them (`uid_from_prefix`); the rest is
-not kept (aiohttp reads and drops it for up to ten seconds so the client can read the answer, then
-closes the connection).
+What the API server never sends is refused before any body is read, with an HTTP status and no review:
+401 without the expected bearer token (when one is configured), 413 for a body larger than
+`BodyLimits.max_body_bytes`, 429 when the bytes of the bodies being handled would pass
+`BodyLimits.budget_bytes` for longer than `BodyLimits.wait_seconds`, 408 for a body not received within
+`BodyLimits.body_seconds`. So at most `budget_bytes` of bodies are held at once, however many clients send.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -32,18 +36,70 @@ from admission.core.review import (
     parse_review,
     render_response,
     request_uid,
-    uid_from_prefix,
     validate,
 )
 
 log = logging.getLogger(__name__)
 Decide = Callable[[AdmissionRequest, Lookups], Decision]
 
-MAX_BODY_BYTES = 8 * 1024 * 1024
-"""The largest AdmissionReview read whole: the API server caps an object at 3 MiB, and a review carries
-up to two copies of it (object and oldObject)."""
-UID_PREFIX_BYTES = 64 * 1024
-"""What is kept of a larger body, to answer it with its uid (the API server writes the uid first)."""
+MIB = 1024 * 1024
+MAX_BODY_BYTES = 7 * MIB
+"""The largest AdmissionReview the API server sends: object and oldObject of at most 3 MiB each (the API
+server refuses a larger write request) and 1 MiB for the rest; docs/webhooks.md has the reasoning."""
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    max_body_bytes: int = MAX_BODY_BYTES
+    # Bytes of bodies held at once (received, parsed or being decided on): nine of the largest reviews.
+    budget_bytes: int = 64 * MIB
+    # How long a review waits for room in the budget before it is refused with 429.
+    wait_seconds: float = 2.0
+    # How long a body may take to arrive, from the end of its headers.
+    body_seconds: float = 10.0
+
+    def problem(self) -> str:
+        """Why these limits cannot work together ("" if they can)."""
+        if self.max_body_bytes < 64 * 1024:
+            return f"the body limit ({self.max_body_bytes} bytes) is below 64 KiB, smaller than a plain review"
+        if self.budget_bytes < self.max_body_bytes:
+            return (f"the body budget ({self.budget_bytes} bytes) is smaller than the body limit "
+                    f"({self.max_body_bytes} bytes): the largest review could never be read")
+        if not (self.wait_seconds >= 0 and self.body_seconds > 0):
+            return "the waiting and reading times must be positive"
+        return ""
+
+
+class BodyBudget:
+    """Bytes of request bodies that may be held at once; a reservation waits for room, for a while."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.free = capacity
+        self._changed = asyncio.Condition()
+
+    @asynccontextmanager
+    async def reserved(self, size: int, wait: float) -> AsyncIterator[bool]:
+        """Holds `size` bytes for the block (True), or yields False if there was no room within `wait`."""
+        size = min(size, self.capacity)
+        if not await self._take(size, wait):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            async with self._changed:
+                self.free += size
+                self._changed.notify_all()
+
+    async def _take(self, size: int, wait: float) -> bool:
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(lambda: self.free >= size), wait)
+            except TimeoutError:
+                return False
+            self.free -= size
+            return True
 
 
 class Chunks(Protocol):
@@ -52,23 +108,25 @@ class Chunks(Protocol):
         ...
 
 
-async def read_body(content: Chunks, declared_length: int | None,
-                    limit: int = MAX_BODY_BYTES) -> tuple[bytes, bool]:
-    """`(body, True)` for a body of at most `limit` bytes; `(its first UID_PREFIX_BYTES, False)` otherwise.
+class BodyTooLarge(Exception):
+    pass
 
-    A body declared larger than `limit` (Content-Length) is not read beyond the prefix; an undeclared
-    one (chunked) is read until it passes `limit`, so at most `limit` plus one chunk is ever held.
-    """
+
+async def read_body(content: Chunks, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The whole body; raises BodyTooLarge as soon as more than `limit` bytes arrived (at most one chunk more
+    than `limit` is ever held)."""
     body = bytearray()
-    if declared_length is not None and declared_length > limit:
-        while len(body) < UID_PREFIX_BYTES and (chunk := await content.readany()):
-            body.extend(chunk)
-        return bytes(body[:UID_PREFIX_BYTES]), False
     while chunk := await content.readany():
         body.extend(chunk)
         if len(body) > limit:
-            return bytes(body[:UID_PREFIX_BYTES]), False
-    return bytes(body), True
+            raise BodyTooLarge
+    return bytes(body)
+
+
+class ClientCheck(Protocol):
+    def admits(self, authorization: str | None) -> bool:
+        """Whether a request with this Authorization header comes from the API server."""
+        ...
 
 
 class Fetcher(Protocol):
@@ -86,11 +144,15 @@ class ReviewObserver(Protocol):
 
 class AdmissionHandlers:
     def __init__(self, lookups: Lookups, policy: GatingPolicy, fetcher: Fetcher | None = None,
-                 observer: ReviewObserver | None = None) -> None:
+                 observer: ReviewObserver | None = None, limits: BodyLimits | None = None,
+                 clients: ClientCheck | None = None) -> None:
         self._lookups = lookups
         self._policy = policy
         self._fetcher = fetcher
         self._observer = observer
+        self.limits = limits or BodyLimits()
+        self.budget = BodyBudget(self.limits.budget_bytes)
+        self._clients = clients
 
     async def mutate(self, request: web.Request) -> web.Response:
         return await self._observed("mutate", request, lambda r, lookups: mutate(r, lookups, self._policy))
@@ -100,17 +162,42 @@ class AdmissionHandlers:
 
     async def _observed(self, webhook: str, request: web.Request, decide: Decide) -> web.Response:
         started = time.perf_counter()
-        review, document = await self._review(request, decide)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
+        limits = self.limits
+        declared = request.content_length
+        async with self.budget.reserved(limits.max_body_bytes if declared is None else declared,
+                                        limits.wait_seconds) as room:
+            if not room:
+                return _refused(429, "the webhook is reading as many bodies as it holds at once; retry")
+            try:
+                async with asyncio.timeout(limits.body_seconds):
+                    body = await read_body(request.content, limits.max_body_bytes)
+            except TimeoutError:
+                return _refused(408, f"the body did not arrive within {limits.body_seconds:g} seconds")
+            except BodyTooLarge:
+                return self._too_large()
+            review, document = await self._review(body, decide)
         if self._observer is not None:
             self._observer.reviewed(webhook, review, document, time.perf_counter() - started)
         return _reply(document)
 
-    async def _review(self, request: web.Request, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
-        body, whole = await read_body(request.content, request.content_length)
-        if not whole:
-            return None, malformed_response(
-                uid_from_prefix(body),
-                f"the body is larger than the webhook accepts ({MAX_BODY_BYTES // (1024 * 1024)} MiB)")
+    def _refusal(self, request: web.Request) -> web.Response | None:
+        """The answer to a request refused on its headers alone: no client credential, or a body too large."""
+        if self._clients is not None and not self._clients.admits(request.headers.get("Authorization")):
+            response = _refused(401, "a bearer token the webhook accepts is required")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        declared = request.content_length
+        if declared is not None and declared > self.limits.max_body_bytes:
+            return self._too_large()
+        return None
+
+    def _too_large(self) -> web.Response:
+        return _refused(413, f"the body is larger than the webhook accepts ({self.limits.max_body_bytes} bytes)")
+
+    async def _review(self, body: bytes, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
         review = read_review(body)
         if not isinstance(review, AdmissionRequest):
             return None, review
@@ -148,3 +235,10 @@ def read_review(body: bytes) -> AdmissionRequest | dict[str, Any]:
 
 def _reply(document: dict[str, Any]) -> web.Response:
     return web.Response(body=json.dumps(document, separators=(",", ":")), content_type="application/json")
+
+
+def _refused(status: int, message: str) -> web.Response:
+    """A refusal before any review is read; the connection closes after it (the rest of the body is dropped)."""
+    response = web.Response(status=status, text=message + "\n")
+    response.force_close()
+    return response
