@@ -48,33 +48,47 @@ MAX_BODY_BYTES = 7 * MIB
 server refuses a larger write request) and 1 MiB for the rest; docs/webhooks.md has the reasoning."""
 
 
+SMALL_BODY_BYTES = 256 * 1024
+"""A review this small (a pod's is about 10 KiB) may use the whole body budget; larger ones leave
+`BodyLimits.small_reserve_bytes` of it free, so that a flood of large bodies does not hold up the reviews the
+API server sends every day."""
+
+
 @dataclass(frozen=True)
 class BodyLimits:
     max_body_bytes: int = MAX_BODY_BYTES
-    # Bytes of bodies held at once (received, parsed or being decided on): nine of the largest reviews.
+    # Bytes of bodies held at once (received, parsed or being decided on): eight of the largest reviews
+    # beside the small-review reserve.
     budget_bytes: int = 64 * MIB
     # How long a review waits for room in the budget before it is refused with 429.
     wait_seconds: float = 2.0
     # How long a body may take to arrive, from the end of its headers.
     body_seconds: float = 10.0
 
+    @property
+    def small_reserve_bytes(self) -> int:
+        return self.budget_bytes // 8
+
     def problem(self) -> str:
         """Why these limits cannot work together ("" if they can)."""
-        if self.max_body_bytes < 64 * 1024:
-            return f"the body limit ({self.max_body_bytes} bytes) is below 64 KiB, smaller than a plain review"
-        if self.budget_bytes < self.max_body_bytes:
-            return (f"the body budget ({self.budget_bytes} bytes) is smaller than the body limit "
-                    f"({self.max_body_bytes} bytes): the largest review could never be read")
+        if self.max_body_bytes < SMALL_BODY_BYTES:
+            return f"the body limit ({self.max_body_bytes} bytes) is below {SMALL_BODY_BYTES} bytes"
+        if self.budget_bytes - self.small_reserve_bytes < self.max_body_bytes:
+            return (f"the body budget ({self.budget_bytes} bytes) less its small-review reserve (an eighth) is "
+                    f"smaller than the body limit ({self.max_body_bytes} bytes): the largest review could "
+                    "never be read")
         if not (self.wait_seconds >= 0 and self.body_seconds > 0):
             return "the waiting and reading times must be positive"
         return ""
 
 
 class BodyBudget:
-    """Bytes of request bodies that may be held at once; a reservation waits for room, for a while."""
+    """Bytes of request bodies that may be held at once; a reservation waits for room, for a while.
+    Reservations above `SMALL_BODY_BYTES` leave `reserve` bytes free."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, reserve: int = 0) -> None:
         self.capacity = capacity
+        self.reserve = reserve
         self.free = capacity
         self._changed = asyncio.Condition()
 
@@ -93,11 +107,13 @@ class BodyBudget:
                 self._changed.notify_all()
 
     async def _take(self, size: int, wait: float) -> bool:
+        keep = self.reserve if size > SMALL_BODY_BYTES else 0
         async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(lambda: self.free >= size), wait)
-            except TimeoutError:
-                return False
+            if self.free - size < keep:
+                try:
+                    await asyncio.wait_for(self._changed.wait_for(lambda: self.free - size >= keep), wait)
+                except TimeoutError:
+                    return False
             self.free -= size
             return True
 
@@ -112,15 +128,15 @@ class BodyTooLarge(Exception):
     pass
 
 
-async def read_body(content: Chunks, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The whole body; raises BodyTooLarge as soon as more than `limit` bytes arrived (at most one chunk more
-    than `limit` is ever held)."""
+async def read_body(content: Chunks, limit: int = MAX_BODY_BYTES) -> bytearray:
+    """The whole body (not copied again into bytes: json.loads reads a bytearray); raises BodyTooLarge as soon
+    as more than `limit` bytes arrived (at most one chunk more than `limit` is ever held)."""
     body = bytearray()
     while chunk := await content.readany():
         body.extend(chunk)
         if len(body) > limit:
             raise BodyTooLarge
-    return bytes(body)
+    return body
 
 
 class ClientCheck(Protocol):
@@ -151,7 +167,7 @@ class AdmissionHandlers:
         self._fetcher = fetcher
         self._observer = observer
         self.limits = limits or BodyLimits()
-        self.budget = BodyBudget(self.limits.budget_bytes)
+        self.budget = BodyBudget(self.limits.budget_bytes, self.limits.small_reserve_bytes)
         self._clients = clients
 
     async def mutate(self, request: web.Request) -> web.Response:
@@ -197,7 +213,7 @@ class AdmissionHandlers:
     def _too_large(self) -> web.Response:
         return _refused(413, f"the body is larger than the webhook accepts ({self.limits.max_body_bytes} bytes)")
 
-    async def _review(self, body: bytes, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
+    async def _review(self, body: bytes | bytearray, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
         review = read_review(body)
         if not isinstance(review, AdmissionRequest):
             return None, review
@@ -221,7 +237,7 @@ class AdmissionHandlers:
             )
 
 
-def read_review(body: bytes) -> AdmissionRequest | dict[str, Any]:
+def read_review(body: bytes | bytearray) -> AdmissionRequest | dict[str, Any]:
     """The request in a body, or the response that says why there is none."""
     try:
         document = json.loads(body)

@@ -25,7 +25,7 @@ from admission.core.errors import DraqError
 from admission.core.labels import QUEUE_LABEL
 from admission.webhook.certificates import KeyPair, new_ca
 from admission.webhook.clients import TokenFile
-from admission.webhook.handlers import BodyBudget, BodyLimits, BodyTooLarge, read_body
+from admission.webhook.handlers import SMALL_BODY_BYTES, BodyBudget, BodyLimits, BodyTooLarge, read_body
 from admission.webhook.server import RESERVED_FILES, ConnectionLimits, connection_cap
 from admission.webhook.tls import ServingTLS
 
@@ -75,10 +75,22 @@ def test_the_budget_holds_bytes_until_released_and_refuses_after_the_wait() -> N
     assert asyncio.run(go()) == (True, False, True, 100)
 
 
+def test_large_bodies_leave_the_reserve_to_small_ones() -> None:
+    big, small = SMALL_BODY_BYTES + 1, 1000
+
+    async def go() -> tuple[bool, bool, bool]:
+        budget = BodyBudget(3 * big, reserve=big)
+        async with budget.reserved(big, 0) as first, budget.reserved(big, 0.05) as second, \
+                budget.reserved(big, 0.05) as third, budget.reserved(small, 0) as fits:
+            return first and second, third, fits
+
+    assert asyncio.run(go()) == (True, False, True)
+
+
 def test_limits_that_cannot_work_together_are_named() -> None:
     assert BodyLimits().problem() == ""
-    assert "smaller than the body limit" in BodyLimits(budget_bytes=1024 * 1024).problem()
-    assert "below 64 KiB" in BodyLimits(max_body_bytes=1000).problem()
+    assert "smaller than the body limit" in BodyLimits(budget_bytes=7 * 1024 * 1024).problem()
+    assert "below 262144 bytes" in BodyLimits(max_body_bytes=1000).problem()
 
 
 def test_the_connection_cap_leaves_room_under_the_file_limit() -> None:
@@ -134,11 +146,11 @@ def test_a_body_that_stalls_is_cut_with_408() -> None:
 
 
 def test_reviews_past_the_body_budget_get_429_and_the_budget_comes_back() -> None:
-    limits = BodyLimits(max_body_bytes=64 * 1024, budget_bytes=64 * 1024, wait_seconds=0.2, body_seconds=5)
+    limits = BodyLimits(max_body_bytes=256 * 1024, budget_bytes=256 * 1024, wait_seconds=0.2, body_seconds=5)
     with live_server(cluster(), use_tls=False, bodies=limits) as live:
         with socket.create_connection(("127.0.0.1", live.port)) as holder:
             # Declares the whole budget and sends nothing more: the next review waits, then gets 429.
-            holder.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 65536\r\n\r\n{")
+            holder.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 262144\r\n\r\n{")
             time.sleep(0.2)
             status, text = asyncio.run(_post(live.port, REVIEW))
             assert status == 429 and "retry" in text
