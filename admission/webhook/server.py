@@ -7,7 +7,8 @@ nothing more than that it accepts connections.
 
 Connections are accepted here rather than by `loop.create_server`, so that each one is counted from the
 moment its socket exists, TLS handshake included: past `ConnectionLimits.max_connections` a new socket is
-closed at once instead of holding a file descriptor. A handshake must finish within `handshake_seconds`;
+closed at once instead of holding a file descriptor. A TLS handshake, and the closing one, must finish
+within `handshake_seconds` (the TLS machinery is set up only once the client has sent its first bytes);
 aiohttp's keep-alive timer (`idle_seconds`) starts when the connection is made and again after each answer,
 and closes a connection whose next request's headers have not all arrived by then, so it bounds both idle
 keep-alive and headers sent slowly. Bodies are bounded by the handlers (`handlers.BodyLimits`)."""
@@ -33,9 +34,11 @@ log = logging.getLogger(__name__)
 RESERVED_FILES = 256
 """File descriptors kept out of the connection cap: the operator's watches and writes, the Lease, the
 probe port's connections, certificate and log files."""
-LINGERING_SECONDS = 2.0
-"""How long the unread rest of a refused body (413, 429, 408) is read and dropped so that the client can
-read the answer before the connection closes."""
+ACCEPT_BATCH = 100
+LINGERING_SECONDS = 0.0
+"""How long the unread rest of a refused body (413, 429, 408) is read and dropped before the connection
+closes: not at all. Only a client that sends what the API server never sends is refused, and reading
+its body to the end would cost as much as accepting it."""
 
 
 @dataclass(frozen=True)
@@ -89,16 +92,30 @@ class Acceptor:
         return len(self._open)
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            sock, _ = await loop.sock_accept(self.listener)
-            if len(self._open) >= self.cap and self.open_connections >= self.cap:
-                self._refuse(sock)
-                continue
-            self._open.add(sock)
-            task = asyncio.ensure_future(self._connect(sock))
-            self._handshakes.add(task)
-            task.add_done_callback(self._handshakes.discard)
+            await _readable(self.listener)
+            # Up to a batch per wakeup, as asyncio's own servers do: a queue of floods' connections does
+            # not make a real one wait a loop iteration per connection ahead of it.
+            for _ in range(ACCEPT_BATCH):
+                try:
+                    sock, _ = self.listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError as err:  # EMFILE, ENFILE, ENOBUFS: try again once some have closed
+                    log.warning("accepting webhook connections: %s", err)
+                    await asyncio.sleep(0.1)
+                    break
+                sock.setblocking(False)
+                self._admit(sock)
+
+    def _admit(self, sock: socket.socket) -> None:
+        if len(self._open) >= self.cap and self.open_connections >= self.cap:
+            self._refuse(sock)
+            return
+        self._open.add(sock)
+        task = asyncio.ensure_future(self._connect(sock))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
 
     def _refuse(self, sock: socket.socket) -> None:
         self.refused += 1
@@ -115,9 +132,13 @@ class Acceptor:
         try:
             if self.ssl_context is None:
                 await loop.connect_accepted_socket(server, sock)
-            else:
-                await loop.connect_accepted_socket(server, sock, ssl=self.ssl_context,
-                                                   ssl_handshake_timeout=self.limits.handshake_seconds)
+                return
+            started = loop.time()
+            await asyncio.wait_for(_readable(sock), self.limits.handshake_seconds)
+            await loop.connect_accepted_socket(
+                server, sock, ssl=self.ssl_context,
+                ssl_handshake_timeout=max(self.limits.handshake_seconds - (loop.time() - started), 0.1),
+                ssl_shutdown_timeout=self.limits.handshake_seconds)
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as err:
             log.debug("connection dropped before its first request: %s", err)
             sock.close()
@@ -127,6 +148,23 @@ class Acceptor:
         for task in list(self._handshakes):
             task.cancel()
         await asyncio.gather(*self._handshakes, return_exceptions=True)
+
+
+async def _readable(sock: socket.socket) -> None:
+    """Until the client has sent something (its TLS ClientHello). asyncio's TLS protocol allocates a 256 KiB
+    read buffer per connection as soon as it exists; a connection that sends nothing never gets one."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(sock.fileno(), wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(sock.fileno())
 
 
 @dataclass
