@@ -43,6 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--body-wait", type=float, default=BODIES.wait_seconds, metavar="SECONDS",
                         help="how long a review waits for room in the body budget before a 429 "
                              "(default %(default)s)")
+    parser.add_argument("--max-json-values", type=int, default=BODIES.max_values,
+                        help="a review of more JSON values (counted as its commas plus one) is denied unparsed "
+                             "(default %(default)s)")
     parser.add_argument("--client-ca-file", type=Path,
                         help="require webhook clients to present a certificate signed by a CA in this PEM file "
                              "(mTLS; the API server's admission configuration gives it one)")
@@ -60,9 +63,10 @@ def limits_from(args: argparse.Namespace, command: str) -> ClientLimits:
     if args.body_wait < 0:
         raise InvalidInput(command, "--body-wait", f"{args.body_wait} is negative")
     bodies = BodyLimits(max_body_bytes=args.max_body_bytes, budget_bytes=args.body_budget_bytes,
-                        wait_seconds=args.body_wait, body_seconds=args.body_timeout)
+                        wait_seconds=args.body_wait, body_seconds=args.body_timeout,
+                        max_values=args.max_json_values)
     if problem := bodies.problem():
-        raise InvalidInput(command, "--max-body-bytes/--body-budget-bytes", problem)
+        raise InvalidInput(command, "--max-body-bytes/--body-budget-bytes/--max-json-values", problem)
     connections = ConnectionLimits(max_connections=args.max_connections,
                                    handshake_seconds=args.handshake_timeout, idle_seconds=args.idle_timeout)
     return ClientLimits(connections, bodies, args.client_ca_file, args.client_token_file)

@@ -300,3 +300,14 @@ def test_a_client_ca_file_that_is_not_pem_is_named(tmp_path: Path) -> None:
         assert tls.context.verify_mode == ssl.CERT_NONE
     finally:
         tls.close()
+
+
+def test_a_review_of_too_many_json_values_is_denied_unparsed_with_its_uid() -> None:
+    document = review(POD, pod("x", labels={QUEUE_LABEL: "gpu"}), uid="many-values")
+    document["request"]["object"]["filler"] = [0] * 5000
+    body = json.dumps(document).encode()
+    with live_server(cluster(), use_tls=False, bodies=BodyLimits(max_values=2000)) as live:
+        status, text = asyncio.run(_post(live.port, body))
+    response = json.loads(text)["response"]
+    assert status == 200 and response["uid"] == "many-values" and response["allowed"] is False
+    assert response["status"]["code"] == 400 and "more than the webhook parses (2000)" in response["status"]["message"]
