@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import resource
 import socket
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 RESERVED_FILES = 256
 """File descriptors kept out of the connection cap: the operator's watches and writes, the Lease, the
 probe port's connections, certificate and log files."""
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
 ACCEPT_BATCH = 100
 LINGERING_SECONDS = 0.0
 """How long the unread rest of a refused body (413, 429, 408) is read and dropped before the connection
@@ -62,6 +64,18 @@ def connection_cap(wanted: int, open_files: int | None = None) -> int:
         raise DraqError(f"the process may open only {open_files} files (RLIMIT_NOFILE): the webhook needs at "
                         f"least {RESERVED_FILES + 16}; raise the limit (ulimit -n) of draq's container")
     return min(wanted, room)
+
+
+def map_large_buffers() -> None:
+    """Have glibc's malloc give every buffer of 256 KiB or more its own mapping, returned to the system when
+    freed. By default the threshold rises to the size of the largest buffer freed, so after the first body of
+    a few MiB later ones come from the heap, which fragments and keeps its peak: the process's memory would
+    follow the largest burst of bodies ever read rather than the bodies held now. (Not glibc: nothing.)"""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.mallopt(M_MMAP_THRESHOLD, 256 * 1024)
 
 
 def build_app(handlers: AdmissionHandlers) -> web.Application:
@@ -142,6 +156,9 @@ class Acceptor:
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as err:
             log.debug("connection dropped before its first request: %s", err)
             sock.close()
+        except asyncio.CancelledError:  # the server stops
+            sock.close()
+            raise
 
     async def stop(self) -> None:
         self.listener.close()
@@ -201,6 +218,7 @@ async def start_server(app: web.Application, ssl_context: ssl.SSLContext | None,
     """Listen (over TLS unless `ssl_context` is None); port 0 picks a free port (returned)."""
     limits = limits or ConnectionLimits()
     cap = connection_cap(limits.max_connections)
+    map_large_buffers()
     runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=limits.idle_seconds,
                            max_line_size=limits.max_line_bytes, max_field_size=limits.max_header_bytes,
                            max_headers=limits.max_headers, lingering_time=LINGERING_SECONDS,
