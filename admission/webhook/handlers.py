@@ -4,12 +4,13 @@ Whatever the API server can send (not JSON, too deep, wrong shapes) gets a well-
 back with HTTP 200; a malformed one is denied with code 400. A bug in a decision is logged and answered
 with a denial that says so, never with an HTTP 500 the API server could only report as "webhook failed".
 
-What the API server never sends is refused before any body is read, with an HTTP status and no review:
-401 without the expected bearer token (when one is configured), 413 for a body larger than
-`BodyLimits.max_body_bytes`, 429 when the bytes of the bodies being handled would pass
-`BodyLimits.budget_bytes` for longer than `BodyLimits.wait_seconds`, 408 for a body not received within
-`BodyLimits.body_seconds`. So at most `budget_bytes` of bodies are held at once, however many clients send.
-A review of more JSON values than `BodyLimits.max_values` is answered (denied, with its uid) unparsed.
+Past the limits a request is refused with an HTTP status and no review: 401 without the expected bearer
+token (when one is configured); 413 for a body larger than `BodyLimits.max_body_bytes` (before any of it is
+read when its length is declared); 429 when the bytes of the bodies being handled would pass
+`BodyLimits.budget_bytes` for longer than `BodyLimits.wait_seconds`; 408 for a body not received within
+`BodyLimits.body_seconds`. After a 413, 429 or 408 the connection ends at once. So at most `budget_bytes`
+of bodies are held at once, however many clients send. A review of more JSON values than
+`BodyLimits.max_values` is answered (denied, with its uid) unparsed.
 """
 
 from __future__ import annotations
@@ -210,25 +211,31 @@ class AdmissionHandlers:
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal
-        limits = self.limits
         declared = request.content_length
-        if declared is not None and declared > limits.max_body_bytes:
+        if declared is not None and declared > self.limits.max_body_bytes:
             return await _cut(request, 413, self._too_large())
-        async with self.budget.reserved(limits.max_body_bytes if declared is None else declared,
-                                        limits.wait_seconds) as room:
+        reservation = self.limits.max_body_bytes if declared is None else declared
+        async with self.budget.reserved(reservation, self.limits.wait_seconds) as room:
             if not room:
                 return await _cut(request, 429, "the webhook is reading as many bodies as it holds at once; retry")
-            try:
-                async with asyncio.timeout(limits.body_seconds):
-                    body = await read_body(request.content, limits.max_body_bytes, declared)
-            except TimeoutError:
-                return await _cut(request, 408, f"the body did not arrive within {limits.body_seconds:g} seconds")
-            except BodyTooLarge:
-                return await _cut(request, 413, self._too_large())
+            body = await self._body(request)
+            if isinstance(body, web.StreamResponse):
+                return body
             review, document = await self._review(body, decide)
         if self._observer is not None:
             self._observer.reviewed(webhook, review, document, time.perf_counter() - started)
         return _reply(document)
+
+    async def _body(self, request: web.Request) -> bytearray | web.StreamResponse:
+        """The body, or the answer that cut it (408 or 413)."""
+        limits = self.limits
+        try:
+            async with asyncio.timeout(limits.body_seconds):
+                return await read_body(request.content, limits.max_body_bytes, request.content_length)
+        except TimeoutError:
+            return await _cut(request, 408, f"the body did not arrive within {limits.body_seconds:g} seconds")
+        except BodyTooLarge:
+            return await _cut(request, 413, self._too_large())
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         """The answer to a request without the client credential the webhook requires (None if it has it)."""
