@@ -122,8 +122,10 @@ def test_lint_refuses_what_the_chart_cannot_do(helm: Helm) -> None:
     assert result.returncode != 0 and "cert-manager" in result.stderr
     result = helm("template", str(CHART), "--set", "leaderElection.enabled=false", check=False)
     assert result.returncode != 0 and "leaderElection" in result.stderr
-    result = helm("template", str(CHART), "--set", "networkPolicy.enabled=true", check=False)
-    assert result.returncode != 0 and "apiServerCIDRs" in result.stderr
+    result = helm("template", str(CHART), "--set", "webhook.clientAuth.mtls.enabled=true", check=False)
+    assert result.returncode != 0 and "caSecret" in result.stderr
+    result = helm("template", str(CHART), "--set", "webhook.clientAuth.token.enabled=true", check=False)
+    assert result.returncode != 0 and "secretName" in result.stderr
 
 
 def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from prometheus_client import CollectorRegistry
 
+from admission.cli import webhook_limits
 from admission.cli.admission_policy import add_policy_options, policy_settings
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import normalize_version
@@ -84,6 +85,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="address the metrics and probe port listens on (default %(default)s)")
     parser.add_argument("--metrics-port", type=int, default=METRICS_PORT,
                         help="plain-HTTP port for /metrics, /healthz and /readyz (default %(default)s; 0: none)")
+    webhook_limits.configure(parser)
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -127,12 +129,15 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
         service = args.webhook_service
         target = WebhookTarget(service_namespace=args.namespace, service_name=service)
         hosts = (f"{service}.{args.namespace}.svc", f"{service}.{args.namespace}.svc.cluster.local")
+    limits = webhook_limits.limits_from(args, "draq run")
     return WebhookSettings(native_gangs=args.native_gangs, kubeconfig=args.kubeconfig, context=args.context,
                            host=args.webhook_host,
                            port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts,
                            draq_user=args.draq_user or f"system:serviceaccount:{args.namespace}:draq",
                            cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
                            manage_configurations=not args.no_webhook_configurations,
+                           connections=limits.connections, bodies=limits.bodies,
+                           client_ca_file=limits.client_ca_file, client_token_file=limits.client_token_file,
                            **policy_settings(args, "draq run"))
 
 

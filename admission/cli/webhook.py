@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from admission.cli import webhook_limits
 from admission.cli.admission_policy import add_policy_options, policy_settings
 from admission.cli.run import METRICS_PORT
 from admission.core.errors import DraqError, InvalidInput
@@ -58,6 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_policy_options(parser)
     parser.add_argument("--print-configurations", action="store_true",
                         help="print the webhook configurations as YAML manifests and exit")
+    webhook_limits.configure(parser)
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -84,12 +86,15 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
                                    f"{args.service}.{args.namespace}.svc.cluster.local"]
     for host in hosts:
         _check_host(host)
+    limits = webhook_limits.limits_from(args, "draq webhook")
     return WebhookSettings(
         kubeconfig=args.kubeconfig, context=args.context, host=args.host, port=args.port,
         namespace=args.namespace, draq_user=args.draq_user, target=target, cert_hosts=tuple(hosts),
         cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
         manage_configurations=not args.no_configurations, cert_reload_seconds=args.cert_reload_seconds,
-        resync_seconds=args.resync_seconds, **policy_settings(args, "draq webhook"),
+        resync_seconds=args.resync_seconds, connections=limits.connections, bodies=limits.bodies,
+        client_ca_file=limits.client_ca_file, client_token_file=limits.client_token_file,
+        **policy_settings(args, "draq webhook"),
     )
 
 

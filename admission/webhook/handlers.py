@@ -1,21 +1,27 @@
-"""HTTP handlers: bytes of an AdmissionReview in, an AdmissionReview out, always with HTTP 200.
+"""HTTP handlers: bytes of an AdmissionReview in, an AdmissionReview out.
 
-Whatever arrives (not JSON, too deep, too large, wrong shapes) gets a well-formed AdmissionReview
-back; a malformed one is denied with code 400. A bug in a decision is logged and answered with a
-denial that says so, never with an HTTP 500 the API server could only report as "webhook failed".
+Whatever the API server can send (not JSON, too deep, wrong shapes) gets a well-formed AdmissionReview
+back with HTTP 200; a malformed one is denied with code 400. A bug in a decision is logged and answered
+with a denial that says so, never with an HTTP 500 the API server could only report as "webhook failed".
 
-Bodies are read in chunks, never more than `MAX_BODY_BYTES` plus one chunk. A larger body is answered
-from its first `UID_PREFIX_BYTES` only, with the uid read from them (`uid_from_prefix`); the rest is
-not kept (aiohttp reads and drops it for up to ten seconds so the client can read the answer, then
-closes the connection).
+Past the limits a request is refused with an HTTP status and no review: 401 without the expected bearer
+token (when one is configured); 413 for a body larger than `BodyLimits.max_body_bytes` (before any of it is
+read when its length is declared); 429 when the bytes of the bodies being handled would pass
+`BodyLimits.budget_bytes` for longer than `BodyLimits.wait_seconds`; 408 for a body not received within
+`BodyLimits.body_seconds`. After a 413, 429 or 408 the connection ends at once. So at most `budget_bytes`
+of bodies are held at once, however many clients send. A review of more JSON values than
+`BodyLimits.max_values` is answered (denied, with its uid) unparsed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -39,11 +45,91 @@ from admission.core.review import (
 log = logging.getLogger(__name__)
 Decide = Callable[[AdmissionRequest, Lookups], Decision]
 
-MAX_BODY_BYTES = 8 * 1024 * 1024
-"""The largest AdmissionReview read whole: the API server caps an object at 3 MiB, and a review carries
-up to two copies of it (object and oldObject)."""
+MIB = 1024 * 1024
+MAX_BODY_BYTES = 7 * MIB
+"""The largest AdmissionReview the API server sends: object and oldObject of at most 3 MiB each (the API
+server refuses a larger write request) and 1 MiB for the rest; docs/webhooks.md has the reasoning."""
+
+
+MAX_VALUES = 250_000
+"""The most JSON values of a review parsed, counted as its commas plus one (an upper bound, found without
+parsing). Parsing holds the event loop, and every other review and the probes with it, for about 20 ms per
+100,000 values: 0.7 s for the 3.6 million of a 7 MiB body of small numbers. The objects draq's webhooks see
+(pods, claims, draq's own) are mostly strings and hold thousands of values, not hundreds of thousands."""
 UID_PREFIX_BYTES = 64 * 1024
-"""What is kept of a larger body, to answer it with its uid (the API server writes the uid first)."""
+"""What the uid of a review not parsed is read from (the API server writes the uid first)."""
+SMALL_BODY_BYTES = 256 * 1024
+"""A review this small (a pod's is about 10 KiB) may use the whole body budget; larger ones leave
+`BodyLimits.small_reserve_bytes` of it free, so that a flood of large bodies does not hold up the reviews the
+API server sends every day."""
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    max_body_bytes: int = MAX_BODY_BYTES
+    # Bytes of bodies held at once (received, parsed or being decided on): eight of the largest reviews
+    # beside the small-review reserve.
+    budget_bytes: int = 64 * MIB
+    # How long a review waits for room in the budget before it is refused with 429.
+    wait_seconds: float = 2.0
+    # How long a body may take to arrive, from the end of its headers.
+    body_seconds: float = 10.0
+    # A review of more JSON values is denied (code 400) without being parsed.
+    max_values: int = MAX_VALUES
+
+    @property
+    def small_reserve_bytes(self) -> int:
+        return self.budget_bytes // 8
+
+    def problem(self) -> str:
+        """Why these limits cannot work together ("" if they can)."""
+        if self.max_body_bytes < SMALL_BODY_BYTES:
+            return f"the body limit ({self.max_body_bytes} bytes) is below {SMALL_BODY_BYTES} bytes"
+        if self.budget_bytes - self.small_reserve_bytes < self.max_body_bytes:
+            return (f"the body budget ({self.budget_bytes} bytes) less its small-review reserve (an eighth) is "
+                    f"smaller than the body limit ({self.max_body_bytes} bytes): the largest review could "
+                    "never be read")
+        if self.max_values < 1000:
+            return f"the JSON value limit ({self.max_values}) is below 1000, fewer than a plain review holds"
+        if not (self.wait_seconds >= 0 and self.body_seconds > 0):
+            return "the waiting and reading times must be positive"
+        return ""
+
+
+class BodyBudget:
+    """Bytes of request bodies that may be held at once; a reservation waits for room, for a while.
+    Reservations above `SMALL_BODY_BYTES` leave `reserve` bytes free."""
+
+    def __init__(self, capacity: int, reserve: int = 0) -> None:
+        self.capacity = capacity
+        self.reserve = reserve
+        self.free = capacity
+        self._changed = asyncio.Condition()
+
+    @asynccontextmanager
+    async def reserved(self, size: int, wait: float) -> AsyncIterator[bool]:
+        """Holds `size` bytes for the block (True), or yields False if there was no room within `wait`."""
+        size = min(size, self.capacity)
+        if not await self._take(size, wait):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            async with self._changed:
+                self.free += size
+                self._changed.notify_all()
+
+    async def _take(self, size: int, wait: float) -> bool:
+        keep = self.reserve if size > SMALL_BODY_BYTES else 0
+        async with self._changed:
+            if self.free - size < keep:
+                try:
+                    await asyncio.wait_for(self._changed.wait_for(lambda: self.free - size >= keep), wait)
+                except TimeoutError:
+                    return False
+            self.free -= size
+            return True
 
 
 class Chunks(Protocol):
@@ -52,23 +138,41 @@ class Chunks(Protocol):
         ...
 
 
-async def read_body(content: Chunks, declared_length: int | None,
-                    limit: int = MAX_BODY_BYTES) -> tuple[bytes, bool]:
-    """`(body, True)` for a body of at most `limit` bytes; `(its first UID_PREFIX_BYTES, False)` otherwise.
+class BodyTooLarge(Exception):
+    pass
 
-    A body declared larger than `limit` (Content-Length) is not read beyond the prefix; an undeclared
-    one (chunked) is read until it passes `limit`, so at most `limit` plus one chunk is ever held.
-    """
+
+async def read_body(content: Chunks, limit: int = MAX_BODY_BYTES, declared: int | None = None) -> bytearray:
+    """The whole body; raises BodyTooLarge as soon as more than `limit` bytes arrived (at most one chunk more
+    than `limit` is ever held). A declared length (at most `limit`) is allocated at once: one buffer of
+    the final size, not a series of growing ones that leave the heap fragmented. The buffer is not copied
+    again into bytes: json.loads reads a bytearray."""
+    if declared is None:
+        return await _read_growing(content, limit)
+    body = bytearray(declared)
+    filled = 0
+    while chunk := await content.readany():
+        if filled + len(chunk) > declared:
+            raise BodyTooLarge
+        body[filled:filled + len(chunk)] = chunk
+        filled += len(chunk)
+    del body[filled:]
+    return body
+
+
+async def _read_growing(content: Chunks, limit: int) -> bytearray:
     body = bytearray()
-    if declared_length is not None and declared_length > limit:
-        while len(body) < UID_PREFIX_BYTES and (chunk := await content.readany()):
-            body.extend(chunk)
-        return bytes(body[:UID_PREFIX_BYTES]), False
     while chunk := await content.readany():
         body.extend(chunk)
         if len(body) > limit:
-            return bytes(body[:UID_PREFIX_BYTES]), False
-    return bytes(body), True
+            raise BodyTooLarge
+    return body
+
+
+class ClientCheck(Protocol):
+    def admits(self, authorization: str | None) -> bool:
+        """Whether a request with this Authorization header comes from the API server."""
+        ...
 
 
 class Fetcher(Protocol):
@@ -86,35 +190,77 @@ class ReviewObserver(Protocol):
 
 class AdmissionHandlers:
     def __init__(self, lookups: Lookups, policy: GatingPolicy, fetcher: Fetcher | None = None,
-                 observer: ReviewObserver | None = None) -> None:
+                 observer: ReviewObserver | None = None, limits: BodyLimits | None = None,
+                 clients: ClientCheck | None = None) -> None:
         self._lookups = lookups
         self._policy = policy
         self._fetcher = fetcher
         self._observer = observer
+        self.limits = limits or BodyLimits()
+        self.budget = BodyBudget(self.limits.budget_bytes, self.limits.small_reserve_bytes)
+        self._clients = clients
 
-    async def mutate(self, request: web.Request) -> web.Response:
+    async def mutate(self, request: web.Request) -> web.StreamResponse:
         return await self._observed("mutate", request, lambda r, lookups: mutate(r, lookups, self._policy))
 
-    async def validate(self, request: web.Request) -> web.Response:
+    async def validate(self, request: web.Request) -> web.StreamResponse:
         return await self._observed("validate", request, lambda r, lookups: validate(r, lookups, self._policy))
 
-    async def _observed(self, webhook: str, request: web.Request, decide: Decide) -> web.Response:
+    async def _observed(self, webhook: str, request: web.Request, decide: Decide) -> web.StreamResponse:
         started = time.perf_counter()
-        review, document = await self._review(request, decide)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
+        declared = request.content_length
+        if declared is not None and declared > self.limits.max_body_bytes:
+            return await _cut(request, 413, self._too_large())
+        reservation = self.limits.max_body_bytes if declared is None else declared
+        async with self.budget.reserved(reservation, self.limits.wait_seconds) as room:
+            if not room:
+                return await _cut(request, 429, "the webhook is reading as many bodies as it holds at once; retry")
+            body = await self._body(request)
+            if isinstance(body, web.StreamResponse):
+                return body
+            review, document = await self._review(body, decide)
         if self._observer is not None:
             self._observer.reviewed(webhook, review, document, time.perf_counter() - started)
         return _reply(document)
 
-    async def _review(self, request: web.Request, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
-        body, whole = await read_body(request.content, request.content_length)
-        if not whole:
-            return None, malformed_response(
-                uid_from_prefix(body),
-                f"the body is larger than the webhook accepts ({MAX_BODY_BYTES // (1024 * 1024)} MiB)")
-        review = read_review(body)
+    async def _body(self, request: web.Request) -> bytearray | web.StreamResponse:
+        """The body, or the answer that cut it (408 or 413)."""
+        limits = self.limits
+        try:
+            async with asyncio.timeout(limits.body_seconds):
+                return await read_body(request.content, limits.max_body_bytes, request.content_length)
+        except TimeoutError:
+            return await _cut(request, 408, f"the body did not arrive within {limits.body_seconds:g} seconds")
+        except BodyTooLarge:
+            return await _cut(request, 413, self._too_large())
+
+    def _refusal(self, request: web.Request) -> web.Response | None:
+        """The answer to a request without the client credential the webhook requires (None if it has it)."""
+        if self._clients is not None and not self._clients.admits(request.headers.get("Authorization")):
+            response = web.Response(status=401, text="a bearer token the webhook accepts is required\n")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        return None
+
+    def _too_large(self) -> str:
+        return f"the body is larger than the webhook accepts ({self.limits.max_body_bytes} bytes)"
+
+    async def _review(self, body: bytes | bytearray, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
+        review = self._read(body)
         if not isinstance(review, AdmissionRequest):
             return None, review
         return review, render_response(review.uid, await self._decide(review, decide))
+
+    def _read(self, body: bytes | bytearray) -> AdmissionRequest | dict[str, Any]:
+        values = body.count(b",") + 1
+        if values > self.limits.max_values:
+            return malformed_response(uid_from_prefix(bytes(body[:UID_PREFIX_BYTES])),
+                                      f"the review holds up to {values} JSON values, more than the webhook "
+                                      f"parses ({self.limits.max_values})")
+        return read_review(body)
 
     async def _decide(self, review: AdmissionRequest, decide: Decide) -> Decision:
         try:
@@ -134,7 +280,7 @@ class AdmissionHandlers:
             )
 
 
-def read_review(body: bytes) -> AdmissionRequest | dict[str, Any]:
+def read_review(body: bytes | bytearray) -> AdmissionRequest | dict[str, Any]:
     """The request in a body, or the response that says why there is none."""
     try:
         document = json.loads(body)
@@ -148,3 +294,15 @@ def read_review(body: bytes) -> AdmissionRequest | dict[str, Any]:
 
 def _reply(document: dict[str, Any]) -> web.Response:
     return web.Response(body=json.dumps(document, separators=(",", ":")), content_type="application/json")
+
+
+async def _cut(request: web.Request, status: int, message: str) -> web.StreamResponse:
+    """Answer `status` and drop the connection at once: the unread rest of the body is neither read nor
+    decrypted (a graceful TLS close would read the peer's data until it stops sending)."""
+    response = web.Response(status=status, text=message + "\n")
+    response.force_close()
+    await response.prepare(request)
+    await response.write_eof()
+    if request.transport is not None:
+        request.transport.abort()
+    return response

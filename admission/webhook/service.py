@@ -21,12 +21,13 @@ from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.discovery import serves
 from admission.kube.probes import Probes, process_registry, start_probe_server
 from admission.webhook.cache import WebhookCache
+from admission.webhook.clients import TokenFile
 from admission.webhook.configurations import WebhookTarget, configurations
-from admission.webhook.handlers import AdmissionHandlers
+from admission.webhook.handlers import AdmissionHandlers, BodyLimits
 from admission.webhook.metrics import WebhookMetrics
 from admission.webhook.publisher import ConfigurationPublisher
 from admission.webhook.rotation import SecretCA, ServingCertRotator
-from admission.webhook.server import RunningServer, build_app, start_server
+from admission.webhook.server import ConnectionLimits, RunningServer, build_app, start_server
 from admission.webhook.tls import CertFileWatcher, ServingTLS
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,13 @@ class WebhookSettings:
     exempt_owner_kinds: tuple[str, ...] = ()
     # The cap on pending groups of a LocalQueue that sets no spec.maxPendingGroups (0: none).
     max_pending_groups: int = GatingPolicy().max_pending_groups
+    # What a client may hold: connections (and their timeouts) and request bodies.
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    bodies: BodyLimits = field(default_factory=BodyLimits)
+    # Client authentication, off unless given: the CA of the API server's client certificate (mTLS) and a
+    # file of accepted bearer tokens.
+    client_ca_file: Path | None = None
+    client_token_file: Path | None = None
 
 
 class WebhookService:
@@ -91,8 +99,12 @@ class WebhookService:
                               default_device_policy=settings.device_policy,
                               exempt_owner_kinds=frozenset(settings.exempt_owner_kinds),
                               max_pending_groups=settings.max_pending_groups)
-        handlers = AdmissionHandlers(self.cache, policy, self.cache, self.metrics)
-        self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port)
+        clients = TokenFile(settings.client_token_file) if settings.client_token_file else None
+        handlers = AdmissionHandlers(self.cache, policy, self.cache, self.metrics, settings.bodies, clients)
+        if settings.client_ca_file is not None:
+            self.tls.require_client_certificates(settings.client_ca_file)
+        self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port,
+                                         settings.connections)
         if settings.manage_configurations:
             publisher = ConfigurationPublisher(self.api, lambda bundle: configurations(
                 settings.target, bundle, settings.namespace, settings.draq_user))

@@ -2,7 +2,8 @@
 
 `ssl.SSLContext.load_cert_chain` on a live context changes the certificate for every handshake
 that follows; connections already open keep theirs. So a renewal drops no request: there is one
-context for the server's lifetime, and new chains are loaded into it.
+context for the server's lifetime, and new chains are loaded into it. With a client CA the same context
+verifies the API server's client certificate (mTLS).
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ class ServingTLS:
         self.context.load_cert_chain(cert, key)
         self.current = pair
         log.info("serving certificate until %s", pair.not_after.isoformat())
+
+    def require_client_certificates(self, ca_file: Path) -> None:
+        """mTLS: a handshake succeeds only with a client certificate signed by a CA in `ca_file` (PEM)."""
+        try:
+            self.context.load_verify_locations(cafile=ca_file)
+        except (OSError, ssl.SSLError) as err:
+            raise DraqError(f"client CA file {ca_file}: {getattr(err, 'strerror', None) or err}; give a PEM "
+                            "bundle of the CA that signed the API server's client certificate") from err
+        self.context.verify_mode = ssl.CERT_REQUIRED
+        log.info("requiring client certificates signed by a CA in %s", ca_file)
 
     def close(self) -> None:
         self._dir.cleanup()

@@ -52,7 +52,12 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ .Values.serviceAccount.name }}
 {{- if and (eq .Values.webhook.configurations "chart") (ne .Values.certificates.mode "cert-manager") -}}
 {{- fail "webhook.configurations=chart needs certificates.mode=cert-manager: the chart cannot know draq's own CA (use webhook.configurations=draq, or cert-manager's CA injector)" -}}
 {{- end -}}
-{{- if and .Values.networkPolicy.enabled (not .Values.networkPolicy.apiServerCIDRs) -}}
-{{- fail "networkPolicy.enabled needs networkPolicy.apiServerCIDRs: the addresses the API server calls the webhooks from (kubectl get endpoints kubernetes -n default)" -}}
+{{- with .Values.webhook.clientAuth.mtls -}}
+{{- if and .enabled (eq (empty .caSecret) (empty .caConfigMap)) -}}
+{{- fail "webhook.clientAuth.mtls.enabled needs exactly one of webhook.clientAuth.mtls.caSecret and caConfigMap: where the CA of the API server's client certificate is" -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.webhook.clientAuth.token.enabled (not .Values.webhook.clientAuth.token.secretName) -}}
+{{- fail "webhook.clientAuth.token.enabled needs webhook.clientAuth.token.secretName: the Secret with the accepted tokens, one a line" -}}
 {{- end -}}
 {{- end -}}
