@@ -87,7 +87,9 @@ class Client(Protocol):
 
     async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
 
-    async def delete(self, path: str) -> dict[str, Any]: ...
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
+        """Delete; with `resource_version`, only while the object is still at that version (409 otherwise)."""
+        ...
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[
         dict[str, Any]
@@ -162,8 +164,12 @@ class KubeApi:
     async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("PUT", path, body)
 
-    async def delete(self, path: str) -> dict[str, Any]:
-        return await self.request("DELETE", path)
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
+        options = None
+        if resource_version:
+            options = {"apiVersion": "v1", "kind": "DeleteOptions",
+                       "preconditions": {"resourceVersion": resource_version}}
+        return await self.request("DELETE", path, options)
 
     async def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[
         dict[str, Any]

@@ -100,9 +100,9 @@ class FencedClient:
         self._fence.current_epoch()
         return await self._api.replace(path, body)
 
-    async def delete(self, path: str) -> dict[str, Any]:
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
         self._fence.current_epoch()
-        return await self._api.delete(path)
+        return await self._api.delete(path, resource_version)
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[dict[str, Any]]:
         return self._api.watch(path, resource_version, timeout_seconds)

@@ -145,10 +145,12 @@ class FakeApi:
             raise KubeApiError("PUT", path, 409, "the object has been modified")
         return self._store(target, copy.deepcopy(dict(body)))
 
-    async def delete(self, path: str) -> dict[str, Any]:
-        self._record("DELETE", path, None)
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
+        self._record("DELETE", path, {"resourceVersion": resource_version} if resource_version else None)
         target = parse_path(path)
         obj = self._existing("DELETE", path, target)
+        if resource_version and resource_version != obj["metadata"]["resourceVersion"]:
+            raise KubeApiError("DELETE", path, 409, "precondition failed: the object has been modified")
         del self.objects[(target.plural, target.namespace, target.name)]
         self._notify(target.plural, "DELETED", obj)
         return obj
@@ -215,7 +217,7 @@ def _child(node: Any, part: str) -> Any:
 
 
 def _apply(obj: dict[str, Any], op: Mapping[str, Any], path: str) -> None:
-    *parents, last = str(op["path"]).split("/")[1:]
+    *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in str(op["path"]).split("/")[1:]]
     node: Any = obj
     for part in parents:
         node = _child(node, part)

@@ -1,4 +1,5 @@
-"""Validating webhook, Pods: a queue that exists, a valid group size, the gate, and labels that stay."""
+"""Validating webhook, Pods: a queue that exists, a valid group size, the gate, and labels that stay;
+draq's own updates and deletions only under the current leadership epoch (`epoch_check`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Mapping
 from admission.core.labels import GATE, GROUP_LABELS, GROUP_MIN_LABEL, MAX_GROUP_MIN, QUEUE_LABEL
 from admission.core.models import ObjectRef
 from admission.core.review.envelope import AdmissionRequest, Decision
+from admission.core.review.epoch_check import validate_stamped_write
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_mutation import maybe_stale_namespace
 from admission.core.review.queue_choice import QueueChoice, pod_queue
@@ -14,6 +16,8 @@ from admission.core.review.readers import gates_of, labels_of, mapping
 
 
 def validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
+    if request.operation == "DELETE":
+        return validate_stamped_write(request, lookups, policy)
     if request.operation == "UPDATE":
         return _validate_pod_update(request, lookups, policy)
     namespace_labels = lookups.namespace_labels(request.namespace)
@@ -125,7 +129,7 @@ def _gated(request: AdmissionRequest, queue: QueueChoice) -> Decision:
 
 def _validate_pod_update(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
     if request.username == policy.draq_user:
-        return Decision.allow()
+        return validate_stamped_write(request, lookups, policy)  # releases: the gate is draq's to remove
     old_labels, new_labels = labels_of(request.old_object), labels_of(request.object)
     if GATE in gates_of(request.old_object):
         return _validate_gated_update(request, lookups, policy, old_labels, new_labels)
