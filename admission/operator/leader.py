@@ -44,6 +44,13 @@ from admission.kube.clock import SYSTEM_CLOCK, Clock, micro_timestamp
 log = logging.getLogger(__name__)
 _NEVER = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _AT_EXPIRY = 0.001  # a standby looks again this long after the Lease it watches has expired
+STANDBY_POLL = 0.5
+"""A standby reads the Lease at least this often: it counts the expiry from when it first saw the
+holder's last renewal, so it sees that renewal at most this late and takes over at most this long
+after the lease duration."""
+FAILING_RETRY = 0.5
+"""After a failed round (the API server away), the next one comes this soon, however long the retry
+period: a leader whose term lapsed while the API server was away leads again right when it returns."""
 
 
 def default_identity(environ: Mapping[str, str] | None = None, hostname: str | None = None) -> str:
@@ -138,6 +145,7 @@ class LeaderElector:
         self._watch_until: float | None = None  # a standby: when the Lease it watches expires
         self._standing_by = ""  # the holder this standby last said it waits for
         self._why_not = "not leading yet"
+        self._failing = False  # the last round got no answer
 
     # ----- the fence --------------------------------------------------------------------------------
     def current_epoch(self) -> Epoch | None:
@@ -161,10 +169,12 @@ class LeaderElector:
     def _pause(self) -> float:
         now = self.clock.monotonic()
         pause = self.timing.retry_period
+        if self._failing:
+            pause = min(pause, FAILING_RETRY)
         if self.leading.is_set():
             pause = min(pause, self._valid_until - now)
         elif self._watch_until is not None:
-            pause = min(pause, self._watch_until - now + _AT_EXPIRY)
+            pause = min(pause, STANDBY_POLL, self._watch_until - now + _AT_EXPIRY)
         return max(pause, _AT_EXPIRY)
 
     async def step(self) -> None:
@@ -182,8 +192,10 @@ class LeaderElector:
                 written = await self._attempt()
         except (KubeApiError, OSError, TimeoutError) as err:
             log.warning("leader election: %s", err or f"no answer from the API server within {timeout:.1f}s")
+            self._failing = True
             self._expire(self.clock.monotonic())
             return
+        self._failing = False
         if written is None:
             if self.leading.is_set():
                 self._step_down("another replica holds the Lease")
