@@ -10,6 +10,10 @@ ServiceAccount, so the webhook's fence applies to its writes).
 - kube-apiserver restarted under a running draq: the watches relist, admissions resume, nothing is lost.
 - etcd briefly unreachable, then draq (operator and webhooks) killed: system and unmanaged namespaces
   still get their pods, managed pods get a clear refusal and never a silent pass.
+- Split brain: the leader paused (SIGSTOP) past its lease while admitting, the standby takes over and
+  admits, the old one resumes: no write of the old term is accepted after the takeover (from every watch
+  event of pods and PodGroups), and a release, an eviction, a status and a Job resumption sent with the
+  old epoch are each refused by the webhook.
 
 Random choices use one seed, printed; fixed when CI is set, `DRAQ_CHAOS_SEED` repeats a run. Measured
 figures (takeover times, kill-to-next-admission times) are printed with it.
@@ -35,8 +39,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from kubernetes import config as kubernetes_config
+from kubernetes import watch as kubernetes_watch
 
-from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
+from admission.core.labels import EPOCH_ANNOTATION, GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import RUN_SECONDS_ANNOTATION, NodeSimulator
 from e2e.test_operator import GPU_CLASS, apply
@@ -724,3 +730,171 @@ def find_pod(core: Any, namespace: str, name: str) -> Any:
         if err.status == 404:
             return None
         raise
+
+
+# ----- split brain: a leader paused past its lease ------------------------------------------------
+class Recorder:
+    """Every watch event of one collection from a resourceVersion on, as plain dicts, in a thread."""
+
+    def __init__(self, api: Any, list_call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        self.api = api
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self._watch = kubernetes_watch.Watch()
+        self._call, self._args, self._kwargs = list_call, args, kwargs
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Recorder:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        with contextlib.suppress(Exception):
+            for event in self._watch.stream(self._call, *self._args, **self._kwargs):
+                obj = event["object"]
+                plain = obj if isinstance(obj, dict) else self.api.sanitize_for_serialization(obj)
+                self.events.append((event["type"], plain))
+
+    def stop(self) -> None:
+        self._watch.stop()
+        self._thread.join(10)
+
+
+def stamp(obj: dict[str, Any]) -> dict[str, Any] | None:
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(EPOCH_ANNOTATION)
+    return json.loads(text) if text else None
+
+
+def writes_under(epoch: dict[str, Any], after_version: int, events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The writes of draq's made under `epoch` that the API server accepted after resourceVersion `after_version`
+    (one etcd: resourceVersions are its revisions, ordered across kinds): a PodGroup status changed with that
+    epoch, or a pod newly stamped with it, released or marked for deletion in an event that carries it."""
+    found: list[str] = []
+    previous: dict[tuple[str, str], dict[str, Any]] = {}
+    for kind, obj in events:
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("kind") or "Pod"), str(meta.get("name")))
+        before = previous.get(key, {})
+        previous[key] = obj
+        if kind == "DELETED" or int(meta.get("resourceVersion") or 0) <= after_version:
+            continue
+        if "status" in obj and key[0] == "PodGroup":
+            status = obj.get("status") or {}
+            if status.get("epoch") == epoch and status != (before.get("status") or {}):
+                found.append(f"PodGroup {key[1]} status at {meta['resourceVersion']}: {status.get('phase')}")
+            continue
+        if stamp(obj) != epoch:
+            continue
+        was_gated = GATE in [g["name"] for g in (before.get("spec") or {}).get("schedulingGates") or []]
+        released = was_gated and not gated_dict(obj)
+        deleting = meta.get("deletionTimestamp") and not (before.get("metadata") or {}).get("deletionTimestamp")
+        if stamp(before) != epoch or released or deleting:
+            found.append(f"pod {key[1]} at {meta['resourceVersion']}: stamped/released/deleted under the old epoch")
+    return found
+
+
+def gated_dict(pod: dict[str, Any]) -> bool:
+    return GATE in [g["name"] for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+
+
+def refused_with(call: Callable[[], Any]) -> str:
+    """Send a write that must be refused by draq's fence; the refusal's message."""
+    with pytest.raises(client.ApiException) as caught:
+        call()
+    assert caught.value.status == 409, caught.value.body
+    body = str(caught.value.body)
+    assert "which has ended" in body, body
+    return body
+
+
+def test_a_leader_paused_past_its_lease_writes_nothing_once_another_has_taken_over(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
+        draq_kubeconfig: Path, fence: Process, processes: list[Process], logs: Path,
+        say: Callable[[str], None]) -> None:
+    rng = random.Random(SEED + 7)
+    add_nodes(nodesim, unique, 1)
+    queues(control_plane, namespace, unique, gpus=8)
+    old, new = (replica(name, draq_kubeconfig, logs) for name in ("draq-old", "draq-new"))
+    processes.extend([old, new])
+    old.start()
+    wait_for_leader(api, "draq-old")
+    new.start().standing_by()
+    lease = client.CoordinationV1Api(api).read_namespaced_lease("draq-operator", DRAQ_NS)
+    epoch = {"holder": "draq-old", "leaseTransitions": lease.spec.lease_transitions or 0,
+             "leaseUID": lease.metadata.uid}
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    since = int(core.list_namespaced_pod(namespace).metadata.resource_version)
+    recorders = [
+        Recorder(api, core.list_namespaced_pod, namespace, resource_version=str(since), timeout_seconds=300).start(),
+        Recorder(api, custom.list_namespaced_custom_object, "draq.io", "v1alpha1", namespace, "podgroups",
+                 resource_version=str(since), timeout_seconds=300).start(),
+        Recorder(api, client.CoordinationV1Api(api).list_namespaced_lease, DRAQ_NS, resource_version=str(since),
+                 field_selector="metadata.name=draq-operator", timeout_seconds=300).start()]
+    submit(api, namespace, "too-big", 9, run_seconds=1.0)  # never fits 8 GPUs: stays gated throughout
+    with Watcher(api, namespace, f"gpus-{unique}") as watcher:
+        submit(api, namespace, "first", 2, run_seconds=30.0)  # released by the old leader, and still running
+        until("the old leader's first admission", lambda: "first" in watcher.admissions, timeout=60)
+        submitting = threading.Thread(target=lambda: [
+            (submit(api, namespace, f"s{i:02d}", 2, run_seconds=1.0), time.sleep(0.4)) for i in range(10)],
+            daemon=True)
+        submitting.start()
+        time.sleep(rng.uniform(0.3, 1.5))  # while the old leader is admitting the stream
+        assert old.popen is not None
+        old.popen.send_signal(signal.SIGSTOP)
+        paused_at = time.monotonic()
+        holder = Holder("draq-old", epoch["leaseTransitions"], "")
+        until("the standby to take over", lambda: lease_holder(api), accept=lambda h: h.identity == "draq-new",
+              timeout=LEASE + 30, interval=0.05)
+        taken = time.monotonic() - paused_at
+        until("an admission by the new leader", lambda: watcher.first_admission_after(holder.transitions, paused_at),
+              timeout=60, interval=0.1)
+        old.popen.send_signal(signal.SIGCONT)
+        resumed = time.monotonic() - paused_at
+        old.standing_by(timeout=30)
+        time.sleep(2.0)  # anything the old process still had on its way has landed by now
+        submitting.join(30)
+
+        # The writes a deposed leader could have on its way, sent now with draq's own credentials: each refused.
+        draq = kubernetes_config.new_client_from_config(str(draq_kubeconfig))
+        as_draq, as_draq_custom = client.CoreV1Api(draq), client.CustomObjectsApi(draq)
+        stamp_op = {"op": "add", "path": "/metadata/annotations/draq.io~1epoch", "value": json.dumps(epoch)}
+        refusals = [refused_with(lambda: as_draq.patch_namespaced_pod("too-big-0", namespace, [
+            {"op": "test", "path": "/spec/schedulingGates/0/name", "value": GATE},
+            {"op": "remove", "path": "/spec/schedulingGates/0"}, stamp_op]))]
+        first = core.read_namespaced_pod("first-0", namespace)
+        assert stamp(api.sanitize_for_serialization(first)) == epoch  # released by the old leader
+        refusals.append(refused_with(lambda: as_draq.delete_namespaced_pod("first-0", namespace)))
+        refusals.append(refused_with(lambda: as_draq_custom.patch_namespaced_custom_object_status(
+            "draq.io", "v1alpha1", namespace, "podgroups", "too-big",
+            {"status": {"phase": "Admitted", "epoch": epoch}})))
+        batch = client.BatchV1Api(api)
+        batch.create_namespaced_job(namespace, {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "held"},
+            "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "main", "image": "registry.example/app:1"}]}}}})
+        refusals.append(refused_with(lambda: client.BatchV1Api(draq).patch_namespaced_job("held", namespace, {
+            "metadata": {"annotations": {EPOCH_ANNOTATION: json.dumps(epoch)}}, "spec": {"suspend": False}})))
+        assert batch.read_namespaced_job("held", namespace).spec.suspend is True
+        assert gated(core.read_namespaced_pod("too-big-0", namespace))
+        assert core.read_namespaced_pod("first-0", namespace).metadata.deletion_timestamp is None
+    for recorder in recorders:
+        recorder.stop()
+    pods, groups, leases = (r.events for r in recorders)
+    take = min(int(obj["metadata"]["resourceVersion"]) for _, obj in leases
+               if (obj.get("spec") or {}).get("holderIdentity") == "draq-new")
+    late = writes_under(epoch, take, pods + groups)
+    # The same reading finds the new term's writes: it would see the old term's, had any been accepted.
+    new_epoch = {**epoch, "holder": "draq-new", "leaseTransitions": epoch["leaseTransitions"] + 1}
+    assert writes_under(new_epoch, take, pods + groups), "no write of the new term found in the watch events"
+    log = old.log.read_text(errors="replace")
+    abandoned = log.count("admission cycle abandoned") + log.count("admission cycle interrupted")
+    refused_late = log.count("which has ended")
+    terms = sorted({(t, by) for _, _, t, by in watcher.admissions.values()})
+    say(f"paused {resumed:.1f}s; taken over {taken:.1f}s after the pause; {len(pods) + len(groups)} pod and "
+        f"PodGroup events recorded; writes accepted from the old term after the takeover: {len(late)}; the old "
+        f"process's log: {abandoned} cycles abandoned or interrupted, {refused_late} writes refused by the fence; "
+        f"admissions per term: {terms}")
+    assert late == [], late
+    assert len(refusals) == 4
+    assert_one_term_at_a_time(watcher)
+    assert {by for _, by in terms} == {"draq-old", "draq-new"}
+    assert old.alive() and new.alive(), old.tail() + new.tail()

@@ -12,6 +12,7 @@ write of draq's whose epoch is not the current Lease's: a deposed leader's late 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -98,6 +99,28 @@ def fenced_status(status: Mapping[str, Any], epoch: Epoch | None) -> dict[str, A
 
 
 # ----- taking the Lease ---------------------------------------------------------------------------
+def age_on_server(lease: Mapping[str, Any], server_now: dt.datetime | None) -> float:
+    """How long the Lease has certainly gone unwritten, by the API server's own clock: from the latest
+    `managedFields[].time` (set by the server when a renewal changed `renewTime`) to `server_now` (the
+    `Date` of a response of that server). Both are whole seconds, so one second is taken off; 0 when
+    either is unknown. A replica that has just started counts the expiry from this much before it first
+    saw the Lease, instead of waiting a whole lease duration after a holder that is already gone."""
+    if server_now is None:
+        return 0.0
+    written: list[dt.datetime] = []
+    for entry in _mapping(lease.get("metadata")).get("managedFields") or []:
+        stamp = _mapping(entry).get("time")
+        if isinstance(stamp, str):
+            try:
+                written.append(dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")))
+            except ValueError:
+                continue
+    if not written or any(w.tzinfo is None for w in written) or server_now.tzinfo is None:
+        return 0.0
+    return max(0.0, (server_now - max(written)).total_seconds() - 1.0)
+
+
+
 class Claim(StrEnum):
     RENEW = "renew"  # this term goes on: same epoch
     ACQUIRE = "acquire"  # a new term: leaseTransitions + 1

@@ -7,6 +7,8 @@ responses stay plain dicts (no model objects: decoding those is the expensive pa
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import json
 import os
 import ssl
@@ -97,6 +99,11 @@ class Client(Protocol):
 
     async def close(self) -> None: ...
 
+    def server_time(self) -> dt.datetime | None:
+        """The API server's clock as of its latest answer (its `Date` header, whole seconds); None before
+        any answer, or for a client that does not know it."""
+        ...
+
 
 class KubeApi:
     """GET / list / watch / create / patch with plain JSON; one session for the process."""
@@ -105,6 +112,10 @@ class KubeApi:
         self._credentials = credentials
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._server_time: dt.datetime | None = None
+
+    def server_time(self) -> dt.datetime | None:
+        return self._server_time
 
     async def __aenter__(self) -> KubeApi:
         return self
@@ -137,6 +148,7 @@ class KubeApi:
                 method, self._credentials.host + path, data=data, params=params, headers=headers, timeout=timeout
             ) as response:
                 text = await response.text()
+                self._server_time = _date(response.headers.get("Date")) or self._server_time
         except aiohttp.ClientError as err:
             if isinstance(err, OSError):
                 raise
@@ -195,6 +207,16 @@ class KubeApi:
                     event = json.loads(line) if line.strip() else None
                     if isinstance(event, dict):
                         yield event
+
+
+def _date(header: str | None) -> dt.datetime | None:
+    if not header:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo is not None else None
 
 
 def _status_message(text: str) -> str:

@@ -34,6 +34,7 @@ from admission.core.leadership import (
     ElectionTiming,
     Epoch,
     LeaseView,
+    age_on_server,
     claim,
     lease_epoch,
 )
@@ -113,6 +114,9 @@ class FencedClient:
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[dict[str, Any]]:
         return self._api.watch(path, resource_version, timeout_seconds)
+
+    def server_time(self) -> dt.datetime | None:
+        return self._api.server_time()
 
     async def close(self) -> None:
         await self._api.close()
@@ -215,7 +219,8 @@ class LeaderElector:
         now = self.clock.monotonic()
         version = str(meta.get("resourceVersion") or "")
         if version != self._seen_version:
-            self._seen_version, self._seen_at = version, now
+            # First sight of this version: it was written at least `age_on_server` ago.
+            self._seen_version, self._seen_at = version, now - age_on_server(lease, self.api.server_time())
         annotations: dict[str, Any] = meta.get("annotations") or {}
         duration = float(spec.get("leaseDurationSeconds") or self.timing.lease_seconds)
         view = LeaseView(str(spec.get("holderIdentity") or ""), str(annotations.get(INCARNATION_ANNOTATION) or ""),

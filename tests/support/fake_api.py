@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime as dt
 import itertools
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class FakeApi:
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self.fail: Callable[[str, str], KubeApiError | None] = lambda method, path: None
         self.last_body: Any = None
+        self.server_now: dt.datetime | None = None  # what `server_time` answers: unknown unless a test sets it
 
     # ----- seeding and inspection -------------------------------------------------------------------
     def add(self, *manifests: Mapping[str, Any]) -> None:
@@ -166,6 +168,9 @@ class FakeApi:
                 yield event
         finally:
             self._watchers[plural].remove(queue)
+
+    def server_time(self) -> dt.datetime | None:
+        return self.server_now
 
     async def close(self) -> None:
         for queues in self._watchers.values():

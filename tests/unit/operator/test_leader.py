@@ -189,6 +189,9 @@ class Replica:
         outer = self
 
         class Link:
+            def server_time(self) -> dt.datetime | None:
+                return api.server_time()
+
             def __getattr__(self, name: str) -> Any:
                 method = getattr(api, name)
 
@@ -399,3 +402,46 @@ def test_default_timing_scales_with_the_lease() -> None:
 def test_the_identity_is_the_pod_name_else_the_host_name() -> None:
     assert default_identity({"POD_NAME": "draq-7f9c-x2"}, "node-1") == "draq-7f9c-x2"
     assert default_identity({}, "draq-7f9c-x2") == "draq-7f9c-x2"
+
+
+def written_at(manifest: dict[str, Any], at: dt.datetime) -> dict[str, Any]:
+    """The Lease as the API server answers it: the time of its last write in managedFields (whole seconds)."""
+    manifest["metadata"]["managedFields"] = [{"manager": "Python", "operation": "Update",
+                                              "time": at.strftime("%Y-%m-%dT%H:%M:%SZ")}]
+    return manifest
+
+
+def test_a_new_replica_counts_the_expiry_from_the_last_write_by_the_servers_clock() -> None:
+    async def go() -> None:
+        clock, api = FakeClock(), FakeApi()
+        server_now = dt.datetime(2026, 3, 1, 12, 0, 10, tzinfo=dt.UTC)
+        # Last renewed 10 s ago by the server's clock (the replica's own clock is months off: it does not matter).
+        api.add(written_at(lease("draq-1", clock.now()), server_now - dt.timedelta(seconds=10)))
+        api.server_now = server_now
+        one = elector(api, clock)
+        await one.step()
+        assert not one.leading.is_set()  # certainly unwritten for 9 s: 6 s to go
+        clock.advance(LEASE - 9 - 0.01)
+        await one.step()
+        assert not one.leading.is_set()
+        clock.advance(0.01)
+        await one.step()
+        assert one.leading.is_set() and spec(api)["holderIdentity"] == "draq-0"
+
+    run(go)
+
+
+def test_without_the_servers_clock_a_new_replica_waits_a_whole_lease() -> None:
+    async def go() -> None:
+        clock, api = FakeClock(), FakeApi()
+        api.add(written_at(lease("draq-1", clock.now()), clock.now() - dt.timedelta(minutes=5)))
+        one = elector(api, clock)  # api.server_now is None: the age is unknown
+        await one.step()
+        clock.advance(LEASE - 0.01)
+        await one.step()
+        assert not one.leading.is_set()
+        clock.advance(0.01)
+        await one.step()
+        assert one.leading.is_set()
+
+    run(go)
