@@ -4,14 +4,17 @@ while its term is current.
 Timing (`ElectionTiming`): the holder renews every retry period. It may write only until the renew
 deadline has passed since it *sent* its last successful renewal (`current_epoch`, `may_write`); the
 deadline is shorter than the lease, and once it has passed the holder steps down (`deposed`). A
-standby measures expiry on its own clock from when it first saw the Lease's current version, and
-looks again right when that expires, so a killed leader is replaced within the lease duration plus
-one retry period. Updates carry the Lease's resourceVersion, so two replicas racing for the Lease
-cannot both win. Who may take the Lease when is decided by `admission.core.leadership.claim`.
+standby measures expiry on its own clock from when it first saw the Lease's current version (less the
+time the API server's own clock says the Lease has gone unwritten, `age_on_server`), reads the Lease at
+least every `STANDBY_POLL` and looks again right when it expires, so a killed leader is replaced
+within the lease duration plus `STANDBY_POLL`. Updates carry the Lease's resourceVersion, so two
+replicas racing for the Lease cannot both win. Who may take the Lease when is decided by
+`admission.core.leadership.claim`.
 
 Every term counts a lease transition, so its epoch (Lease uid, leaseTransitions, holder) is unique.
 `FencedClient` refuses to send a write outside a term (`LeadershipLost`), and the writer stamps the
-epoch on every PodGroup status, which the validating webhook checks against the Lease.
+epoch on every PodGroup status, release, eviction and Job suspension, which the validating webhook
+checks against the Lease when the API server receives the write.
 """
 
 from __future__ import annotations

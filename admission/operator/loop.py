@@ -107,7 +107,9 @@ class Operator:
         elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
         term = 0
         try:
+            listing = self.clock.monotonic()
             await self.cache.start()
+            log.info("caches listed in %.1fs", self.clock.monotonic() - listing)
             while True:
                 if self.elector is not None:
                     assert elector_task is not None
