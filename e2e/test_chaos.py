@@ -10,6 +10,10 @@ ServiceAccount, so the webhook's fence applies to its writes).
 - kube-apiserver restarted under a running draq: the watches relist, admissions resume, nothing is lost.
 - etcd briefly unreachable, then draq (operator and webhooks) killed: system and unmanaged namespaces
   still get their pods, managed pods get a clear refusal and never a silent pass.
+- Split brain: the leader paused (SIGSTOP) past its lease while admitting, the standby takes over and
+  admits, the old one resumes: no write of the old term is accepted after the takeover (from every watch
+  event of pods and PodGroups), and a release, an eviction, a status and a Job resumption sent with the
+  old epoch are each refused by the webhook.
 
 Random choices use one seed, printed; fixed when CI is set, `DRAQ_CHAOS_SEED` repeats a run. Measured
 figures (takeover times, kill-to-next-admission times) are printed with it.
@@ -35,8 +39,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from kubernetes import config as kubernetes_config
+from kubernetes import watch as kubernetes_watch
 
-from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
+from admission.core.labels import EPOCH_ANNOTATION, GATE, GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 from admission.localcluster.controlplane import ControlPlane, free_port
 from admission.localcluster.nodesim import RUN_SECONDS_ANNOTATION, NodeSimulator
 from e2e.test_operator import GPU_CLASS, apply
@@ -47,6 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 DRAQ_NS = "draq-system"
 LEASE, DEADLINE, RETRY = 5, 3.5, 0.5
 NEXT_ADMISSION_LIMIT = 15.0
+API_RETURN_LIMIT = 3.0  # the next admission after the API server is back: caches relist within a second
 TAKEOVER_SLACK = 2.5  # scheduling delays on a loaded CI machine, and the watcher's sampling
 CI_SEED = 20260517
 
@@ -154,9 +161,11 @@ class Process:
         self.log = log
         self.popen: subprocess.Popen[bytes] | None = None
         self._marks = 0
+        self._listed = 0
 
     def start(self) -> Process:
         self._marks = self._said("standing by")
+        self._listed = self._said("caches listed")
         with self.log.open("ab") as sink:
             self.popen = subprocess.Popen(self.argv, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO,
                                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -187,6 +196,12 @@ class Process:
     def standing_by(self, timeout: float = 90) -> None:
         """Wait until this replica watches the Lease another one holds (it has started and looked once)."""
         until(f"{self.name} to stand by", lambda: not self.alive() or self._said("standing by") > self._marks,
+              timeout=timeout)
+        assert self.alive(), self.tail()
+
+    def listed(self, timeout: float = 90) -> None:
+        """Wait until this run of the process has listed its caches (it could admit at once if it led)."""
+        until(f"{self.name} to list its caches", lambda: not self.alive() or self._said("caches listed") > self._listed,
               timeout=timeout)
         assert self.alive(), self.tail()
 
@@ -578,6 +593,69 @@ def test_a_restarted_replica_takes_its_own_lease_back_without_waiting_it_out(
     assert released is not None and released.identity == ""  # a clean stop gives the Lease up
 
 
+RECOVERY_LEASE = 15  # the default lease: recovery figures as a cluster sees them
+RECOVERY_SLACK = 2.0  # the next admission after a takeover: a new term's first read and cycle
+
+
+def first_admission_of(watcher: Watcher, group: str, since: float, timeout: float) -> float:
+    """Seconds from `since` until `group` was first seen admitted."""
+    until(f"{group} to be admitted", lambda: group in watcher.admissions, timeout=timeout, interval=0.05)
+    return watcher.admissions[group][1] - since
+
+
+def test_the_next_admission_after_a_crash_a_replacement_or_a_clean_stop_comes_within_the_lease(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
+        draq_kubeconfig: Path, fence: Process, processes: list[Process], logs: Path,
+        say: Callable[[str], None]) -> None:
+    """With the default 15 s lease: the leader killed with a standby running; the new leader killed and
+    replaced by a process under a new identity (a replaced pod that never got to stop); that one stopped
+    cleanly with a standby running. Each time a group is submitted right after, and the time from the
+    fault to its admission is measured."""
+    add_nodes(nodesim, unique, 1)
+    queues(control_plane, namespace, unique, gpus=8)
+    a, b, c = (replica(name, draq_kubeconfig, logs, lease=RECOVERY_LEASE) for name in ("draq-a", "draq-b", "draq-c"))
+    processes.extend([a, b, c])
+    a.start()
+    wait_for_leader(api, "draq-a")
+    b.start().standing_by()
+    figures: dict[str, float] = {}
+    with Watcher(api, namespace, f"gpus-{unique}", interval=0.1) as watcher:
+        submit(api, namespace, "warm", 2, run_seconds=1.0)
+        first_admission_of(watcher, "warm", time.monotonic(), timeout=60)
+        time.sleep(3.0)  # a few renewals: the kill falls anywhere in a retry period
+
+        killed_at = a.kill()
+        submit(api, namespace, "after-kill", 2, run_seconds=1.0)
+        figures["leader killed, standby running"] = first_admission_of(
+            watcher, "after-kill", killed_at, timeout=RECOVERY_LEASE + 30)
+
+        wait_for_leader(api, "draq-b")
+        time.sleep(3.0)
+        killed_at = b.kill()
+        c.start()  # the replacement, under another identity, starts as the old one dies
+        submit(api, namespace, "after-replacement", 2, run_seconds=1.0)
+        figures["leader killed, replaced under a new identity"] = first_admission_of(
+            watcher, "after-replacement", killed_at, timeout=RECOVERY_LEASE + 30)
+
+        wait_for_leader(api, "draq-c")
+        a.start().standing_by()
+        a.listed()  # a standby that has been running a while, as in a cluster
+        assert c.popen is not None
+        stopped_at = time.monotonic()
+        c.popen.send_signal(signal.SIGTERM)
+        submit(api, namespace, "after-stop", 2, run_seconds=1.0)  # while draq-c gives the Lease up and exits
+        assert c.popen.wait(30) == 0, c.tail()
+        figures["leader stopped (SIGTERM), standby running"] = first_admission_of(
+            watcher, "after-stop", stopped_at, timeout=RECOVERY_LEASE + 30)
+    for fault, seconds in figures.items():
+        say(f"{fault}: next admission {seconds:.1f}s after (lease {RECOVERY_LEASE}s)")
+    by = {group: holder for group, (_, _, _, holder) in watcher.admissions.items()}
+    assert (by["after-kill"], by["after-replacement"], by["after-stop"]) == ("draq-b", "draq-c", "draq-a"), by
+    assert all(seconds <= RECOVERY_LEASE + RECOVERY_SLACK for seconds in figures.values()), figures
+    assert figures["leader stopped (SIGTERM), standby running"] <= 3.0, figures  # the Lease is given up
+    assert_one_term_at_a_time(watcher)
+
+
 def test_admissions_resume_after_the_api_server_restarts(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, unique: str, draq_kubeconfig: Path,
         processes: list[Process], logs: Path, say: Callable[[str], None]) -> None:
@@ -603,12 +681,16 @@ def test_admissions_resume_after_the_api_server_restarts(
         for group, size in after.items():
             until(f"{group} to be created (the API server and draq's webhook answer): {refusals[-1:]}",
                   lambda g=group, n=size: create_quietly(api, namespace, g, n, refusals), timeout=60)
+            if group == "a0":
+                created = time.monotonic()  # the first group after the restart exists (it went through draq's webhook)
+                resumed = created + until_admitted(control_plane, namespace, group)
         assert draq.alive(), draq.tail()
         until("the groups made after the restart to be admitted",
               lambda: all(g in watcher.admissions for g in after), timeout=90, interval=0.5)
-        resumed = min(watcher.admissions[g][1] for g in after)
         until("every gang to finish", lambda: finished(watcher, set(before) | set(after)), timeout=120, interval=1)
-    say(f"first admission after the restart: {resumed - back:.1f}s after the API server was ready again")
+    say(f"first admission after the restart: {resumed - back:.1f}s after the API server was ready again; its pods "
+        f"could be created {created - back:.1f}s after, and it was admitted {resumed - created:.1f}s after that")
+    assert resumed - created <= API_RETURN_LIMIT, (resumed - back, created - back)
     assert draq.alive(), draq.tail()  # the same process throughout
     sizes = {**before, **after}
     assert_whole_and_within_quota(api, namespace, sizes, set(sizes), watcher, 8)
@@ -670,6 +752,23 @@ def test_with_etcd_frozen_then_draq_killed_managed_pods_are_refused_never_let_th
         control_plane.kubectl("delete", "namespace", plain, namespace, "--wait=false", check=False)
 
 
+def until_admitted(control_plane: ControlPlane, namespace: str, group: str) -> float:
+    """Seconds until `group` is recorded admitted, polled with a client made now: it has no connection to an
+    API server that was restarted (the watcher's client may stall on one for a while)."""
+    custom = client.CustomObjectsApi(control_plane.client())
+    started = time.monotonic()
+
+    def admitted() -> bool:
+        with contextlib.suppress(Exception):
+            found = custom.get_namespaced_custom_object("draq.io", "v1alpha1", namespace, "podgroups", group,
+                                                        _request_timeout=2)
+            return bool((found.get("status") or {}).get("admittedAt"))
+        return False
+
+    until(f"{group} to be admitted", admitted, timeout=60, interval=0.05)
+    return time.monotonic() - started
+
+
 # ----- helpers of the last two tests --------------------------------------------------------------
 def managed_namespace(control_plane: ControlPlane, api: Any, unique: str) -> str:
     name = f"managed-{unique}-{uuid.uuid4().hex[:4]}"
@@ -724,3 +823,171 @@ def find_pod(core: Any, namespace: str, name: str) -> Any:
         if err.status == 404:
             return None
         raise
+
+
+# ----- split brain: a leader paused past its lease ------------------------------------------------
+class Recorder:
+    """Every watch event of one collection from a resourceVersion on, as plain dicts, in a thread."""
+
+    def __init__(self, api: Any, list_call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        self.api = api
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self._watch = kubernetes_watch.Watch()
+        self._call, self._args, self._kwargs = list_call, args, kwargs
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Recorder:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        with contextlib.suppress(Exception):
+            for event in self._watch.stream(self._call, *self._args, **self._kwargs):
+                obj = event["object"]
+                plain = obj if isinstance(obj, dict) else self.api.sanitize_for_serialization(obj)
+                self.events.append((event["type"], plain))
+
+    def stop(self) -> None:
+        self._watch.stop()
+        self._thread.join(10)
+
+
+def stamp(obj: dict[str, Any]) -> dict[str, Any] | None:
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(EPOCH_ANNOTATION)
+    return json.loads(text) if text else None
+
+
+def writes_under(epoch: dict[str, Any], after_version: int, events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The writes of draq's made under `epoch` that the API server accepted after resourceVersion `after_version`
+    (one etcd: resourceVersions are its revisions, ordered across kinds): a PodGroup status changed with that
+    epoch, or a pod newly stamped with it, released or marked for deletion in an event that carries it."""
+    found: list[str] = []
+    previous: dict[tuple[str, str], dict[str, Any]] = {}
+    for kind, obj in events:
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("kind") or "Pod"), str(meta.get("name")))
+        before = previous.get(key, {})
+        previous[key] = obj
+        if kind == "DELETED" or int(meta.get("resourceVersion") or 0) <= after_version:
+            continue
+        if "status" in obj and key[0] == "PodGroup":
+            status = obj.get("status") or {}
+            if status.get("epoch") == epoch and status != (before.get("status") or {}):
+                found.append(f"PodGroup {key[1]} status at {meta['resourceVersion']}: {status.get('phase')}")
+            continue
+        if stamp(obj) != epoch:
+            continue
+        was_gated = GATE in [g["name"] for g in (before.get("spec") or {}).get("schedulingGates") or []]
+        released = was_gated and not gated_dict(obj)
+        deleting = meta.get("deletionTimestamp") and not (before.get("metadata") or {}).get("deletionTimestamp")
+        if stamp(before) != epoch or released or deleting:
+            found.append(f"pod {key[1]} at {meta['resourceVersion']}: stamped/released/deleted under the old epoch")
+    return found
+
+
+def gated_dict(pod: dict[str, Any]) -> bool:
+    return GATE in [g["name"] for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+
+
+def refused_with(call: Callable[[], Any]) -> str:
+    """Send a write that must be refused by draq's fence; the refusal's message."""
+    with pytest.raises(client.ApiException) as caught:
+        call()
+    assert caught.value.status == 409, caught.value.body
+    body = str(caught.value.body)
+    assert "which has ended" in body, body
+    return body
+
+
+def test_a_leader_paused_past_its_lease_writes_nothing_once_another_has_taken_over(
+        control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
+        draq_kubeconfig: Path, fence: Process, processes: list[Process], logs: Path,
+        say: Callable[[str], None]) -> None:
+    rng = random.Random(SEED + 7)
+    add_nodes(nodesim, unique, 1)
+    queues(control_plane, namespace, unique, gpus=8)
+    old, new = (replica(name, draq_kubeconfig, logs) for name in ("draq-old", "draq-new"))
+    processes.extend([old, new])
+    old.start()
+    wait_for_leader(api, "draq-old")
+    new.start().standing_by()
+    lease = client.CoordinationV1Api(api).read_namespaced_lease("draq-operator", DRAQ_NS)
+    epoch = {"holder": "draq-old", "leaseTransitions": lease.spec.lease_transitions or 0,
+             "leaseUID": lease.metadata.uid}
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    since = int(core.list_namespaced_pod(namespace).metadata.resource_version)
+    recorders = [
+        Recorder(api, core.list_namespaced_pod, namespace, resource_version=str(since), timeout_seconds=300).start(),
+        Recorder(api, custom.list_namespaced_custom_object, "draq.io", "v1alpha1", namespace, "podgroups",
+                 resource_version=str(since), timeout_seconds=300).start(),
+        Recorder(api, client.CoordinationV1Api(api).list_namespaced_lease, DRAQ_NS, resource_version=str(since),
+                 field_selector="metadata.name=draq-operator", timeout_seconds=300).start()]
+    submit(api, namespace, "too-big", 9, run_seconds=1.0)  # never fits 8 GPUs: stays gated throughout
+    with Watcher(api, namespace, f"gpus-{unique}") as watcher:
+        submit(api, namespace, "first", 2, run_seconds=30.0)  # released by the old leader, and still running
+        until("the old leader's first admission", lambda: "first" in watcher.admissions, timeout=60)
+        submitting = threading.Thread(target=lambda: [
+            (submit(api, namespace, f"s{i:02d}", 2, run_seconds=1.0), time.sleep(0.4)) for i in range(10)],
+            daemon=True)
+        submitting.start()
+        time.sleep(rng.uniform(0.3, 1.5))  # while the old leader is admitting the stream
+        assert old.popen is not None
+        old.popen.send_signal(signal.SIGSTOP)
+        paused_at = time.monotonic()
+        holder = Holder("draq-old", epoch["leaseTransitions"], "")
+        until("the standby to take over", lambda: lease_holder(api), accept=lambda h: h.identity == "draq-new",
+              timeout=LEASE + 30, interval=0.05)
+        taken = time.monotonic() - paused_at
+        until("an admission by the new leader", lambda: watcher.first_admission_after(holder.transitions, paused_at),
+              timeout=60, interval=0.1)
+        old.popen.send_signal(signal.SIGCONT)
+        resumed = time.monotonic() - paused_at
+        old.standing_by(timeout=30)
+        time.sleep(2.0)  # anything the old process still had on its way has landed by now
+        submitting.join(30)
+
+        # The writes a deposed leader could have on its way, sent now with draq's own credentials: each refused.
+        draq = kubernetes_config.new_client_from_config(str(draq_kubeconfig))
+        as_draq, as_draq_custom = client.CoreV1Api(draq), client.CustomObjectsApi(draq)
+        stamp_op = {"op": "add", "path": "/metadata/annotations/draq.io~1epoch", "value": json.dumps(epoch)}
+        refusals = [refused_with(lambda: as_draq.patch_namespaced_pod("too-big-0", namespace, [
+            {"op": "test", "path": "/spec/schedulingGates/0/name", "value": GATE},
+            {"op": "remove", "path": "/spec/schedulingGates/0"}, stamp_op]))]
+        first = core.read_namespaced_pod("first-0", namespace)
+        assert stamp(api.sanitize_for_serialization(first)) == epoch  # released by the old leader
+        refusals.append(refused_with(lambda: as_draq.delete_namespaced_pod("first-0", namespace)))
+        refusals.append(refused_with(lambda: as_draq_custom.patch_namespaced_custom_object_status(
+            "draq.io", "v1alpha1", namespace, "podgroups", "too-big",
+            {"status": {"phase": "Admitted", "epoch": epoch}})))
+        batch = client.BatchV1Api(api)
+        batch.create_namespaced_job(namespace, {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "held"},
+            "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "main", "image": "registry.example/app:1"}]}}}})
+        refusals.append(refused_with(lambda: client.BatchV1Api(draq).patch_namespaced_job("held", namespace, {
+            "metadata": {"annotations": {EPOCH_ANNOTATION: json.dumps(epoch)}}, "spec": {"suspend": False}})))
+        assert batch.read_namespaced_job("held", namespace).spec.suspend is True
+        assert gated(core.read_namespaced_pod("too-big-0", namespace))
+        assert core.read_namespaced_pod("first-0", namespace).metadata.deletion_timestamp is None
+    for recorder in recorders:
+        recorder.stop()
+    pods, groups, leases = (r.events for r in recorders)
+    take = min(int(obj["metadata"]["resourceVersion"]) for _, obj in leases
+               if (obj.get("spec") or {}).get("holderIdentity") == "draq-new")
+    late = writes_under(epoch, take, pods + groups)
+    # The same reading finds the new term's writes: it would see the old term's, had any been accepted.
+    new_epoch = {**epoch, "holder": "draq-new", "leaseTransitions": epoch["leaseTransitions"] + 1}
+    assert writes_under(new_epoch, take, pods + groups), "no write of the new term found in the watch events"
+    log = old.log.read_text(errors="replace")
+    abandoned = log.count("admission cycle abandoned") + log.count("admission cycle interrupted")
+    refused_late = log.count("which has ended")
+    terms = sorted({(t, by) for _, _, t, by in watcher.admissions.values()})
+    say(f"paused {resumed:.1f}s; taken over {taken:.1f}s after the pause; {len(pods) + len(groups)} pod and "
+        f"PodGroup events recorded; writes accepted from the old term after the takeover: {len(late)}; the old "
+        f"process's log: {abandoned} cycles abandoned or interrupted, {refused_late} writes refused by the fence; "
+        f"admissions per term: {terms}")
+    assert late == [], late
+    assert len(refusals) == 4
+    assert_one_term_at_a_time(watcher)
+    assert {by for _, by in terms} == {"draq-old", "draq-new"}
+    assert old.alive() and new.alive(), old.tail() + new.tail()

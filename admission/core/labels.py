@@ -35,6 +35,9 @@ MANAGED_BY = "draq"
 INCARNATION_ANNOTATION = "draq.io/leader-incarnation"
 """On the Lease: which process of the holder identity holds it (a restart under the same identity is
 another incarnation)."""
+EPOCH_ANNOTATION = "draq.io/epoch"
+"""On a pod or a Job draq released, evicted, suspended or resumed: the leadership epoch of that write
+(JSON, as `status.epoch` of a PodGroup); draq's validating webhook refuses it when the epoch has ended."""
 RUN_TIME_ANNOTATION = "draq.io/run-time"
 """On a PodGroup or a member pod: how long the group runs once admitted, for `draq simulate`."""
 

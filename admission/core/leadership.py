@@ -5,18 +5,22 @@ An epoch names one term of one leader: the Lease's uid, its `leaseTransitions` a
 counts a transition every time a process starts a term (a takeover, a restart under the same
 identity, a leader that had stepped down and leads again), so two terms never share an epoch.
 Every PodGroup status draq writes carries the epoch it was decided under (`status.epoch`; the
-admission record also in `status.admittedBy`), and the validating webhook refuses a write of draq's
-whose epoch is not the current Lease's: a deposed leader's late writes fail.
+admission record also in `status.admittedBy`), and so does every pod and Job draq releases, evicts,
+suspends or resumes (annotation `draq.io/epoch`, in the same patch). The validating webhook refuses a
+write of draq's whose epoch is not the current Lease's: a deposed leader's late writes fail.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from admission.core.errors import InvalidInput
+from admission.core.labels import EPOCH_ANNOTATION
 
 EPOCH_FIELD = "epoch"
 """PodGroup status: the epoch of the leader that wrote it last."""
@@ -37,6 +41,10 @@ class Epoch:
     def describe(self) -> str:
         return f"{self.holder} (lease transition {self.transitions})"
 
+    def to_annotation(self) -> str:
+        """The value of the `draq.io/epoch` annotation: the status form as compact JSON."""
+        return json.dumps(self.to_status(), sort_keys=True, separators=(",", ":"))
+
 
 def lease_epoch(lease: Mapping[str, Any]) -> Epoch | None:
     """The epoch a Lease stands for now; None when nobody holds it."""
@@ -49,17 +57,34 @@ def lease_epoch(lease: Mapping[str, Any]) -> Epoch | None:
     return Epoch(holder, transitions if isinstance(transitions, int) else 0, uid if isinstance(uid, str) else "")
 
 
-def read_epoch(value: object, where: str = "status.epoch") -> Epoch | None:
-    """An epoch as written in a PodGroup status; None when absent. `InvalidInput` for another shape."""
+def read_epoch(value: object, where: str = "status.epoch", kind: str = "PodGroup") -> Epoch | None:
+    """An epoch as written in a PodGroup status (or an annotation); None when absent. `InvalidInput`
+    for another shape."""
     if value is None:
         return None
     fields = _mapping(value)
     holder, transitions, uid = fields.get("holder"), fields.get("leaseTransitions"), fields.get("leaseUID", "")
     if (not isinstance(value, Mapping) or not isinstance(holder, str) or not holder
             or not isinstance(transitions, int) or isinstance(transitions, bool) or not isinstance(uid, str)):
-        raise InvalidInput("PodGroup", where, "expected {holder: string, leaseTransitions: integer, "
+        raise InvalidInput(kind, where, "expected {holder: string, leaseTransitions: integer, "
                            f"leaseUID: string}}, got {value!r:.200}")
     return Epoch(holder, transitions, uid)
+
+
+def annotated_epoch(obj: Mapping[str, Any]) -> Epoch | None:
+    """The epoch stamped on an object (annotation `draq.io/epoch`); None when it carries none.
+    `InvalidInput` when the annotation is not an epoch."""
+    annotations = _mapping(_mapping(obj.get("metadata")).get("annotations"))
+    text = annotations.get(EPOCH_ANNOTATION)
+    if text is None:
+        return None
+    where = f"metadata.annotations[{EPOCH_ANNOTATION}]"
+    kind = str(obj.get("kind") or "object")
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        raise InvalidInput(kind, where, f"expected the JSON of an epoch, got {text!r:.200}") from None
+    return read_epoch(value, where, kind)
 
 
 def fenced_status(status: Mapping[str, Any], epoch: Epoch | None) -> dict[str, Any]:
@@ -74,6 +99,28 @@ def fenced_status(status: Mapping[str, Any], epoch: Epoch | None) -> dict[str, A
 
 
 # ----- taking the Lease ---------------------------------------------------------------------------
+def age_on_server(lease: Mapping[str, Any], server_now: dt.datetime | None) -> float:
+    """How long the Lease has certainly gone unwritten, by the API server's own clock: from the latest
+    `managedFields[].time` (set by the server when a renewal changed `renewTime`) to `server_now` (the
+    `Date` of a response of that server). Both are whole seconds, so one second is taken off; 0 when
+    either is unknown. A replica that has just started counts the expiry from this much before it first
+    saw the Lease, instead of waiting a whole lease duration after a holder that is already gone."""
+    if server_now is None:
+        return 0.0
+    written: list[dt.datetime] = []
+    for entry in _mapping(lease.get("metadata")).get("managedFields") or []:
+        stamp = _mapping(entry).get("time")
+        if isinstance(stamp, str):
+            try:
+                written.append(dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")))
+            except ValueError:
+                continue
+    if not written or any(w.tzinfo is None for w in written) or server_now.tzinfo is None:
+        return 0.0
+    return max(0.0, (server_now - max(written)).total_seconds() - 1.0)
+
+
+
 class Claim(StrEnum):
     RENEW = "renew"  # this term goes on: same epoch
     ACQUIRE = "acquire"  # a new term: leaseTransitions + 1

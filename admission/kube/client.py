@@ -7,6 +7,8 @@ responses stay plain dicts (no model objects: decoding those is the expensive pa
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import json
 import os
 import ssl
@@ -87,13 +89,20 @@ class Client(Protocol):
 
     async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
 
-    async def delete(self, path: str) -> dict[str, Any]: ...
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
+        """Delete; with `resource_version`, only while the object is still at that version (409 otherwise)."""
+        ...
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[
         dict[str, Any]
     ]: ...
 
     async def close(self) -> None: ...
+
+    def server_time(self) -> dt.datetime | None:
+        """The API server's clock as of its latest answer (its `Date` header, whole seconds); None before
+        any answer, or for a client that does not know it."""
+        ...
 
 
 class KubeApi:
@@ -103,6 +112,10 @@ class KubeApi:
         self._credentials = credentials
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._server_time: dt.datetime | None = None
+
+    def server_time(self) -> dt.datetime | None:
+        return self._server_time
 
     async def __aenter__(self) -> KubeApi:
         return self
@@ -135,6 +148,7 @@ class KubeApi:
                 method, self._credentials.host + path, data=data, params=params, headers=headers, timeout=timeout
             ) as response:
                 text = await response.text()
+                self._server_time = _date(response.headers.get("Date")) or self._server_time
         except aiohttp.ClientError as err:
             if isinstance(err, OSError):
                 raise
@@ -162,8 +176,12 @@ class KubeApi:
     async def replace(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("PUT", path, body)
 
-    async def delete(self, path: str) -> dict[str, Any]:
-        return await self.request("DELETE", path)
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
+        options = None
+        if resource_version:
+            options = {"apiVersion": "v1", "kind": "DeleteOptions",
+                       "preconditions": {"resourceVersion": resource_version}}
+        return await self.request("DELETE", path, options)
 
     async def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[
         dict[str, Any]
@@ -189,6 +207,16 @@ class KubeApi:
                     event = json.loads(line) if line.strip() else None
                     if isinstance(event, dict):
                         yield event
+
+
+def _date(header: str | None) -> dt.datetime | None:
+    if not header:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo is not None else None
 
 
 def _status_message(text: str) -> str:

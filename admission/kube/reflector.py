@@ -18,6 +18,12 @@ from admission.kube.paths import Resource
 
 log = logging.getLogger(__name__)
 
+RETRY_FIRST = 0.25
+RETRY_CAP = 1.0
+"""After a failed list or watch, the next try comes after RETRY_FIRST seconds, doubling up to RETRY_CAP:
+one list a second per resource while the API server is away, and the caches are current again within
+about a second of its return (a longer backoff would delay the next admission by as much)."""
+
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped resources
 Projection = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -73,11 +79,11 @@ class Reflector:
         return self.project(typed(self.resource, obj))
 
     async def run(self) -> None:
-        backoff = 0.5
+        backoff = RETRY_FIRST
         while True:
             try:
                 version = await self._list()
-                backoff = 0.5
+                backoff = RETRY_FIRST
                 if version is None:
                     await asyncio.sleep(self._retry_absent_after)
                     continue
@@ -87,7 +93,7 @@ class Reflector:
             except Exception as err:  # the API may be briefly away: relist after a pause
                 log.warning("cache of %s: %s; listing again in %.1fs", self.resource.kind, err, backoff)
                 await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
+                backoff = min(backoff * 2, RETRY_CAP)
 
     async def _list(self) -> str | None:
         try:
@@ -155,12 +161,18 @@ async def start_all(reflectors: list[Reflector], timeout: float) -> list[asyncio
     that did not list."""
     tasks = [asyncio.create_task(r.run(), name=f"cache-{r.resource.kind}") for r in reflectors]
     try:
-        await asyncio.wait_for(asyncio.gather(*(r.synced.wait() for r in reflectors)), timeout)
+        # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancellation that arrives just as the
+        # last list completes, and the caller would never stop.
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(r.synced.wait() for r in reflectors))
     except TimeoutError:
         await stop_all(tasks)
         behind = [r.resource.kind for r in reflectors if not r.synced.is_set()]
         raise DraqError(f"could not list {', '.join(behind)} from the API server within {timeout:.0f}s; "
                         "check the kubeconfig, the server's address and draq's RBAC rights") from None
+    except BaseException:
+        await stop_all(tasks)  # cancelled while listing: no reflector is left running
+        raise
     return tasks
 
 

@@ -4,14 +4,17 @@ while its term is current.
 Timing (`ElectionTiming`): the holder renews every retry period. It may write only until the renew
 deadline has passed since it *sent* its last successful renewal (`current_epoch`, `may_write`); the
 deadline is shorter than the lease, and once it has passed the holder steps down (`deposed`). A
-standby measures expiry on its own clock from when it first saw the Lease's current version, and
-looks again right when that expires, so a killed leader is replaced within the lease duration plus
-one retry period. Updates carry the Lease's resourceVersion, so two replicas racing for the Lease
-cannot both win. Who may take the Lease when is decided by `admission.core.leadership.claim`.
+standby measures expiry on its own clock from when it first saw the Lease's current version (less the
+time the API server's own clock says the Lease has gone unwritten, `age_on_server`), reads the Lease at
+least every `STANDBY_POLL` and looks again right when it expires, so a killed leader is replaced
+within the lease duration plus `STANDBY_POLL`. Updates carry the Lease's resourceVersion, so two
+replicas racing for the Lease cannot both win. Who may take the Lease when is decided by
+`admission.core.leadership.claim`.
 
 Every term counts a lease transition, so its epoch (Lease uid, leaseTransitions, holder) is unique.
 `FencedClient` refuses to send a write outside a term (`LeadershipLost`), and the writer stamps the
-epoch on every PodGroup status, which the validating webhook checks against the Lease.
+epoch on every PodGroup status, release, eviction and Job suspension, which the validating webhook
+checks against the Lease when the API server receives the write.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from admission.core.leadership import (
     ElectionTiming,
     Epoch,
     LeaseView,
+    age_on_server,
     claim,
     lease_epoch,
 )
@@ -44,6 +48,13 @@ from admission.kube.clock import SYSTEM_CLOCK, Clock, micro_timestamp
 log = logging.getLogger(__name__)
 _NEVER = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _AT_EXPIRY = 0.001  # a standby looks again this long after the Lease it watches has expired
+STANDBY_POLL = 0.5
+"""A standby reads the Lease at least this often: it counts the expiry from when it first saw the
+holder's last renewal, so it sees that renewal at most this late and takes over at most this long
+after the lease duration."""
+FAILING_RETRY = 0.5
+"""After a failed round (the API server away), the next one comes this soon, however long the retry
+period: a leader whose term lapsed while the API server was away leads again right when it returns."""
 
 
 def default_identity(environ: Mapping[str, str] | None = None, hostname: str | None = None) -> str:
@@ -100,12 +111,15 @@ class FencedClient:
         self._fence.current_epoch()
         return await self._api.replace(path, body)
 
-    async def delete(self, path: str) -> dict[str, Any]:
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
         self._fence.current_epoch()
-        return await self._api.delete(path)
+        return await self._api.delete(path, resource_version)
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[dict[str, Any]]:
         return self._api.watch(path, resource_version, timeout_seconds)
+
+    def server_time(self) -> dt.datetime | None:
+        return self._api.server_time()
 
     async def close(self) -> None:
         await self._api.close()
@@ -138,6 +152,7 @@ class LeaderElector:
         self._watch_until: float | None = None  # a standby: when the Lease it watches expires
         self._standing_by = ""  # the holder this standby last said it waits for
         self._why_not = "not leading yet"
+        self._failing = False  # the last round got no answer
 
     # ----- the fence --------------------------------------------------------------------------------
     def current_epoch(self) -> Epoch | None:
@@ -161,10 +176,12 @@ class LeaderElector:
     def _pause(self) -> float:
         now = self.clock.monotonic()
         pause = self.timing.retry_period
+        if self._failing:
+            pause = min(pause, FAILING_RETRY)
         if self.leading.is_set():
             pause = min(pause, self._valid_until - now)
         elif self._watch_until is not None:
-            pause = min(pause, self._watch_until - now + _AT_EXPIRY)
+            pause = min(pause, STANDBY_POLL, self._watch_until - now + _AT_EXPIRY)
         return max(pause, _AT_EXPIRY)
 
     async def step(self) -> None:
@@ -182,8 +199,10 @@ class LeaderElector:
                 written = await self._attempt()
         except (KubeApiError, OSError, TimeoutError) as err:
             log.warning("leader election: %s", err or f"no answer from the API server within {timeout:.1f}s")
+            self._failing = True
             self._expire(self.clock.monotonic())
             return
+        self._failing = False
         if written is None:
             if self.leading.is_set():
                 self._step_down("another replica holds the Lease")
@@ -203,7 +222,8 @@ class LeaderElector:
         now = self.clock.monotonic()
         version = str(meta.get("resourceVersion") or "")
         if version != self._seen_version:
-            self._seen_version, self._seen_at = version, now
+            # First sight of this version: it was written at least `age_on_server` ago.
+            self._seen_version, self._seen_at = version, now - age_on_server(lease, self.api.server_time())
         annotations: dict[str, Any] = meta.get("annotations") or {}
         duration = float(spec.get("leaseDurationSeconds") or self.timing.lease_seconds)
         view = LeaseView(str(spec.get("holderIdentity") or ""), str(annotations.get(INCARNATION_ANNOTATION) or ""),

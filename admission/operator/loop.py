@@ -110,11 +110,16 @@ class Operator:
                                        lambda: self.elector is None or self.elector.leading.is_set(), clock=clock)
 
     async def run(self) -> None:
-        """Run until cancelled; on the way out the Lease is released, so another replica takes over at once."""
-        await self.cache.start()
+        """Run until cancelled; on the way out the Lease is released, so another replica takes over at once.
+
+        The election starts before the caches list: a replica that replaces a crashed leader starts
+        counting the Lease's expiry at once, while it lists."""
         elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
         term = 0
         try:
+            listing = self.clock.monotonic()
+            await self.cache.start()
+            log.info("caches listed in %.1fs", self.clock.monotonic() - listing)
             while True:
                 if self.elector is not None:
                     assert elector_task is not None

@@ -2,8 +2,13 @@
 
 Writes return the object the API answered with and hand it to the cache (`assume`), so the next
 cycle sees its own decisions even before the watch delivers them. Every write goes through the fence
-(`leader.FencedClient`): none is sent once the term of leadership is over, and every PodGroup status
-carries the epoch it was decided under, which draq's webhook checks against the Lease.
+(`leader.FencedClient`): none is sent once the term of leadership is over. The consequential ones also
+carry the epoch they were decided under, which draq's webhook checks against the Lease when the
+API server receives them (so a leader paused between the check and the send is refused too): PodGroup
+status in `status.epoch`, and releases, evictions, suspensions and resumptions in the annotation
+`draq.io/epoch` of the pod or Job, set in the same patch. A pod is evicted by stamping it, then
+deleting it only at the resourceVersion the stamp produced. Without leader election the annotation is
+removed instead, so one left by an earlier leader is not checked.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from admission.core.cycle import pinned_affinity
-from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
+from admission.core.labels import API_VERSION, EPOCH_ANNOTATION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
 from admission.core.native_gangs import workload
 from admission.core.quota import SEAL_FIELD, SealCheck, check_seal, merged_status, seal_record
@@ -108,7 +113,7 @@ class Writer:
                 return False
             index = gates.index(GATE)
             patch: list[dict[str, Any]] = [
-                {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE}]
+                {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE}, *self._stamp_ops(pod)]
             if pin is not None:
                 pinned = pinned_affinity(spec.get("affinity"), pin)
                 patch.append({"op": "add", "path": "/spec/affinity", "value": pinned})
@@ -122,7 +127,7 @@ class Writer:
                 if pod is None:
                     return False
                 still = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
-                if err.status == 422 and pin is not None and still == gates:
+                if err.status == 422 and pin is not None and still == gates and not self._stamp_moved(patch, pod):
                     # The gates did not change, so the API refused the pin itself. Released unpinned, the
                     # member could be bound elsewhere than planned (on devices another group was promised):
                     # it stays gated, the refusal is reported, and the next pass tries again; a group that
@@ -156,25 +161,68 @@ class Writer:
                 raise
 
     async def delete_pod(self, namespace: str, name: str) -> bool:
-        """Delete a member of an evicted group; False when it was already gone."""
+        """Delete a member of an evicted group; False when it was already gone. The pod is stamped with
+        the epoch first, and deleted only at the version the stamp produced: the webhook checks the
+        stamp of the pod being deleted, so a deletion sent after the term ended is refused."""
+        path = kinds.PODS.object_path(namespace, name)
+        for _ in range(4):
+            try:
+                stamped = await self.api.merge_patch(path, self._stamp_patch())
+                version = str((stamped.get("metadata") or {}).get("resourceVersion") or "")
+                await self.api.delete(path, version or None)
+            except KubeApiError as err:
+                if err.status == 404:
+                    return False
+                if err.status == 409:
+                    continue  # changed between the stamp and the deletion (its kubelet, say): again
+                raise
+            return True
+        raise KubeApiError("DELETE", f"pod {namespace}/{name}", 409, "the pod kept changing between stamp and deletion")
+
+    async def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
+        """Suspend a Job (its controller removes the running pods without counting failures) or resume
+        it, stamped with the epoch in the same patch; False when the Job is gone."""
         try:
-            await self.api.delete(kinds.PODS.object_path(namespace, name))
+            await self.api.merge_patch(kinds.JOBS.object_path(namespace, name),
+                                       {**self._stamp_patch(), "spec": {"suspend": suspend}})
         except KubeApiError as err:
             if err.status == 404:
                 return False
             raise
         return True
 
-    async def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
-        """Suspend a Job (its controller removes the running pods without counting failures) or resume
-        it; False when the Job is gone."""
-        try:
-            await self.api.merge_patch(kinds.JOBS.object_path(namespace, name), {"spec": {"suspend": suspend}})
-        except KubeApiError as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
+    # ----- the epoch on pods and Jobs ---------------------------------------------------------------
+    def _stamp(self) -> str | None:
+        """The annotation's value for a write now: the epoch of this term, None without leader election.
+        Raises `LeadershipLost` outside a term."""
+        epoch = self.fence.current_epoch()
+        return epoch.to_annotation() if epoch is not None else None
+
+    def _stamp_patch(self) -> dict[str, Any]:
+        return {"metadata": {"annotations": {EPOCH_ANNOTATION: self._stamp()}}}
+
+    def _stamp_ops(self, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """JSON-patch operations that set the annotation (or remove one left behind, without an epoch)."""
+        stamp = self._stamp()
+        annotations = (obj.get("metadata") or {}).get("annotations")
+        key_path = "/metadata/annotations/" + EPOCH_ANNOTATION.replace("~", "~0").replace("/", "~1")
+        if stamp is None:
+            return [{"op": "remove", "path": key_path}] if annotations and EPOCH_ANNOTATION in annotations else []
+        if annotations:
+            return [{"op": "add", "path": key_path, "value": stamp}]
+        return [{"op": "add", "path": "/metadata/annotations", "value": {EPOCH_ANNOTATION: stamp}}]
+
+    @staticmethod
+    def _stamp_moved(patch: list[dict[str, Any]], pod: Mapping[str, Any]) -> bool:
+        """A stamping operation that no longer applies to the pod as it is now (its annotations changed)."""
+        annotations = (pod.get("metadata") or {}).get("annotations")
+        for op in patch:
+            if op["path"] == "/metadata/annotations" and annotations:
+                return True
+            if op["op"] == "remove" and op["path"].startswith("/metadata/annotations/") and (
+                    not annotations or EPOCH_ANNOTATION not in annotations):
+                return True
+        return False
 
     async def _reread(self, path: str) -> dict[str, Any] | None:
         try:

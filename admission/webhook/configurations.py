@@ -14,10 +14,12 @@ every choice; in short:
   admits anything, so the webhook only gives an earlier, clearer error.
 - draq's own service account is exempt from pod validation (`matchConditions`), so the operator can
   release gates even when no webhook replica answers.
-- PodGroup status written by draq's own user and carrying a leadership epoch: `failurePolicy: Fail`.
-  This is the fence against a deposed leader (`admission.core.review.pod_group_status`); a write
-  that cannot be checked is refused rather than let through. Without leader election draq writes no
-  epoch, so this webhook is not called at all.
+- PodGroup status written by draq's own user and carrying a leadership epoch, and pods (UPDATE,
+  DELETE) and Jobs (UPDATE) written by draq's own user and stamped with one (annotation
+  `draq.io/epoch`: releases, evictions, suspensions, resumptions): `failurePolicy: Fail`. This is
+  the fence against a deposed leader (`admission.core.review.epoch_check`); a write that cannot be
+  checked is refused rather than let through. Without leader election draq stamps no epoch, so
+  these webhooks are not called at all.
 - Pod UPDATEs are sent to the validating webhook when the old pod carries draq's gate or the queue
   label, whatever the new one carries: removing the queue label first must not make the gate
   removable without draq seeing it.
@@ -36,6 +38,7 @@ from admission.core.labels import (
     API_GROUP_VERSION,
     DEFAULT_DRAQ_USER,
     DEFAULT_QUEUE_LABEL,
+    EPOCH_ANNOTATION,
     GATE,
     MANAGED_LABEL,
     QUEUE_LABEL,
@@ -173,6 +176,10 @@ def validating_configuration(
     with_epoch = {"name": "with-epoch", "expression": "has(object.status) && has(object.status.epoch)"}
     webhooks.append(_webhook("podgroup-status", client, fenced, own, failure_policy="Fail",
                              timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[is_draq, with_epoch]))
+    # The same fence on draq's releases, evictions and suspensions: stamped pods and Jobs.
+    members = [_rule("", ["v1"], ["pods"], ["UPDATE", "DELETE"]), _rule("batch", ["v1"], ["jobs"], ["UPDATE"])]
+    webhooks.append(_webhook("fenced-writes", client, members, own, failure_policy="Fail",
+                             timeout=POD_TIMEOUT_SECONDS, match_conditions=[is_draq, stamped_condition()]))
     return _configuration("ValidatingWebhookConfiguration", VALIDATING_NAME, webhooks)
 
 
@@ -200,6 +207,16 @@ def _uses_devices(obj: str) -> str:
         return f"(has({obj}.spec.{field}) && {obj}.spec.{field}.exists(c, has(c.resources) && ({quantities})))"
     claims = f"(has({obj}.spec.resourceClaims) && size({obj}.spec.resourceClaims) > 0)"
     return f"(has({obj}.spec) && ({claims} || {containers('containers')} || {containers('initContainers')}))"
+
+
+def stamped_condition() -> dict[str, str]:
+    """The object written carries an epoch: the new object of an UPDATE, the old one of a DELETE (draq
+    stamps a pod before deleting it)."""
+    key = _cel_string(EPOCH_ANNOTATION)
+    def stamped(obj: str) -> str:
+        return f"(has({obj}.metadata.annotations) && {key} in {obj}.metadata.annotations)"
+    return {"name": "stamped",
+            "expression": f"request.operation == 'DELETE' ? {stamped('oldObject')} : {stamped('object')}"}
 
 
 def pod_condition(scope: Scope) -> dict[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime as dt
 import itertools
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ class FakeApi:
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self.fail: Callable[[str, str], KubeApiError | None] = lambda method, path: None
         self.last_body: Any = None
+        self.server_now: dt.datetime | None = None  # what `server_time` answers: unknown unless a test sets it
 
     # ----- seeding and inspection -------------------------------------------------------------------
     def add(self, *manifests: Mapping[str, Any]) -> None:
@@ -148,10 +150,12 @@ class FakeApi:
             raise KubeApiError("PUT", path, 409, "the object has been modified")
         return self._store(target, copy.deepcopy(dict(body)))
 
-    async def delete(self, path: str) -> dict[str, Any]:
-        self._record("DELETE", path, None)
+    async def delete(self, path: str, resource_version: str | None = None) -> dict[str, Any]:
+        self._record("DELETE", path, {"resourceVersion": resource_version} if resource_version else None)
         target = parse_path(path)
         obj = self._existing("DELETE", path, target)
+        if resource_version and resource_version != obj["metadata"]["resourceVersion"]:
+            raise KubeApiError("DELETE", path, 409, "precondition failed: the object has been modified")
         del self.objects[(target.plural, target.namespace, target.name)]
         self._notify(target.plural, "DELETED", obj)
         return obj
@@ -167,6 +171,9 @@ class FakeApi:
                 yield event
         finally:
             self._watchers[plural].remove(queue)
+
+    def server_time(self) -> dt.datetime | None:
+        return self.server_now
 
     async def close(self) -> None:
         for queues in self._watchers.values():
@@ -223,7 +230,7 @@ def _child(node: Any, part: str) -> Any:
 
 
 def _apply(obj: dict[str, Any], op: Mapping[str, Any], path: str) -> None:
-    *parents, last = str(op["path"]).split("/")[1:]
+    *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in str(op["path"]).split("/")[1:]]
     node: Any = obj
     for part in parents:
         node = _child(node, part)

@@ -12,8 +12,9 @@ One module per object kind, as a controller's mutating and validating paths:
 - `claims`: ResourceClaims and ResourceClaimTemplates whose selectors do not compile or whose charge
   cannot be computed or could never fit their queue.
 - `draq_objects`: draq's own objects that reference objects that do not exist.
-- `pod_group_status`: PodGroup status updates by draq's own user stamped with a leadership epoch
-  that is not the current Lease's (a deposed leader's writes), or made while the Lease cannot be read.
+- `pod_group_status`, `epoch_check`: writes by draq's own user stamped with a leadership epoch that is
+  not the current Lease's (a deposed leader's writes), or made while the Lease cannot be read:
+  PodGroup status, pod updates (releases) and deletions (evictions), Job updates (suspensions).
 
 `envelope` reads and answers the AdmissionReview itself. A namespace is managed when it has the label
 `draq.io/managed: "true"` or the label `draq.io/default-queue` (naming the LocalQueue its pods use

@@ -1,4 +1,5 @@
-"""Validating webhook, Pods: a queue that exists, a valid group size, the gate, and labels that stay."""
+"""Validating webhook, Pods: a queue that exists, a valid group size, the gate, and labels that stay;
+draq's own updates and deletions only under the current leadership epoch (`epoch_check`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from admission.core.labels import (
 from admission.core.models import ObjectRef
 from admission.core.review.device_policy import device_use, namespace_device_policy
 from admission.core.review.envelope import AdmissionRequest, Decision
+from admission.core.review.epoch_check import validate_stamped_write
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pending_cap import under_pending_cap
 from admission.core.review.pod_mutation import maybe_stale_namespace
@@ -24,6 +26,8 @@ from admission.core.review.readers import gates_of, labels_of, mapping
 
 
 def validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
+    if request.operation == "DELETE":
+        return validate_stamped_write(request, lookups, policy)
     if request.operation == "UPDATE":
         return _validate_pod_update(request, lookups, policy)
     namespace_labels = lookups.namespace_labels(request.namespace)
@@ -161,7 +165,7 @@ def _gated(request: AdmissionRequest, queue: QueueChoice) -> Decision:
 
 def _validate_pod_update(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
     if request.username == policy.draq_user:
-        return Decision.allow()
+        return validate_stamped_write(request, lookups, policy)  # releases: the gate is draq's to remove
     old_labels, new_labels = labels_of(request.old_object), labels_of(request.object)
     if GATE in gates_of(request.old_object):
         return _validate_gated_update(request, lookups, policy, old_labels, new_labels)

@@ -6,6 +6,7 @@ from admission.core.labels import API_GROUP
 from admission.core.review.claims import CLAIM_KINDS, validate_claim
 from admission.core.review.draq_objects import DRAQ_CHECKS
 from admission.core.review.envelope import AdmissionRequest, Decision
+from admission.core.review.epoch_check import validate_stamped_write
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_group_status import validate_pod_group_status
 from admission.core.review.pod_validation import validate_pod
@@ -14,11 +15,15 @@ from admission.core.review.pod_validation import validate_pod
 def validate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
     if request.kind.group == API_GROUP and request.kind.kind == "PodGroup" and request.sub_resource == "status":
         return validate_pod_group_status(request, lookups, policy)
-    if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
-        return Decision.allow()
     kind = request.kind
-    if kind.group == "" and kind.kind == "Pod":
+    if request.sub_resource:
+        return Decision.allow()
+    if kind.group == "" and kind.kind == "Pod" and request.operation in ("CREATE", "UPDATE", "DELETE"):
         return validate_pod(request, lookups, policy)
+    if kind.group == "batch" and kind.kind == "Job" and request.operation == "UPDATE":
+        return validate_stamped_write(request, lookups, policy)  # suspensions and resumptions
+    if request.operation not in ("CREATE", "UPDATE"):
+        return Decision.allow()
     if kind.group == API_GROUP:
         check = DRAQ_CHECKS.get(kind.kind)
         return check(request, lookups) if check else Decision.allow()

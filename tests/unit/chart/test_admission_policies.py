@@ -308,7 +308,7 @@ def test_draqs_token_only_suspends_and_resumes_jobs() -> None:
     old = job()
     assert refused(Review("UPDATE", ("batch", "jobs"), DRAQ, old, changed(
         old, lambda j: j["spec"].update(parallelism=100, suspend=False)))) == [
-        f"draq ({DRAQ}) may only suspend and resume a Job; this write to Job {WORK}/train changes spec.parallelism"]
+        f"draq ({DRAQ}) may only suspend and resume a Job and set its draq.io/ annotations; this write to Job {WORK}/train changes spec.parallelism"]
     assert refused(Review("UPDATE", ("batch", "jobs"), DRAQ, old, changed(
         old, lambda j: j["spec"].update(suspend=True)), {})) != [], "only in managed namespaces"
 

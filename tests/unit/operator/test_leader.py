@@ -1,6 +1,6 @@
 """Leader election against the fake API and a fake clock: acquire, renew, respect another holder's lease
-(measured on the standby's own clock), take over a killed leader within the lease plus one retry
-period, never have two replicas in a term at once, stop deciding at the renew deadline counted from
+(measured on the standby's own clock), take over a killed leader within the lease plus one standby
+poll, never have two replicas in a term at once, stop deciding at the renew deadline counted from
 before the renewal was sent, take the Lease back at once after a restart under the same identity,
 release on a clean stop, and the fence that keeps writes inside a term."""
 
@@ -18,7 +18,14 @@ from admission.core.labels import INCARNATION_ANNOTATION
 from admission.core.leadership import ElectionTiming, Epoch
 from admission.kube.client import KubeApiError
 from admission.kube.clock import micro_timestamp
-from admission.operator.leader import FencedClient, LeaderElector, LeadershipLost, default_identity
+from admission.operator.leader import (
+    FAILING_RETRY,
+    STANDBY_POLL,
+    FencedClient,
+    LeaderElector,
+    LeadershipLost,
+    default_identity,
+)
 from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
 
@@ -163,9 +170,9 @@ def test_failed_renewals_end_the_term_at_the_renew_deadline() -> None:
         clock.advance(RETRY)
         await one.step()
         assert one.leading.is_set()  # renewed 2 s ago: still within the renew deadline
-        assert one._pause() == RETRY
+        assert one._pause() == FAILING_RETRY  # the API server is away: try again soon, not a retry period later
         clock.advance(DEADLINE - 2 * RETRY)
-        assert one._pause() == pytest.approx(RETRY)
+        assert one._pause() == pytest.approx(FAILING_RETRY)
         clock.advance(RETRY)
         await one.step()
         assert not one.leading.is_set() and one.deposed.is_set()
@@ -182,6 +189,9 @@ class Replica:
         outer = self
 
         class Link:
+            def server_time(self) -> dt.datetime | None:
+                return api.server_time()
+
             def __getattr__(self, name: str) -> Any:
                 method = getattr(api, name)
 
@@ -219,7 +229,7 @@ def simulate(api: FakeApi, clock: FakeClock, replicas: list[Replica], until: flo
 
 @pytest.mark.parametrize("offset", [0.0, 0.3, 1.1, 1.9])
 @pytest.mark.parametrize("killed_at", [7.0, 8.05, 9.99])
-def test_a_killed_leader_is_replaced_within_the_lease_plus_one_retry_period(offset: float, killed_at: float) -> None:
+def test_a_killed_leader_is_replaced_within_the_lease_plus_one_standby_poll(offset: float, killed_at: float) -> None:
     api, clock = FakeApi(), FakeClock()
     leader, standby = Replica(api, clock, "draq-0"), Replica(api, clock, "draq-1")
     standby.next = offset
@@ -244,8 +254,9 @@ def test_a_killed_leader_is_replaced_within_the_lease_plus_one_retry_period(offs
     simulate(api, clock, [leader, standby], 40.0, {killed_at: kill}, record)
     assert took_over, "the standby never took over"
     last_renewal = max(renewals)
-    assert last_renewal <= killed_at and took_over[0] - last_renewal <= LEASE + RETRY + 0.01
-    assert took_over[0] - killed_at <= LEASE + RETRY
+    poll = min(RETRY, STANDBY_POLL)  # the standby sees the last renewal at most this late
+    assert last_renewal <= killed_at and took_over[0] - last_renewal <= LEASE + poll + 0.01
+    assert took_over[0] - killed_at <= LEASE + poll
 
 
 @pytest.mark.parametrize("cut_at", [5.0, 6.5, 9.3])
@@ -391,3 +402,46 @@ def test_default_timing_scales_with_the_lease() -> None:
 def test_the_identity_is_the_pod_name_else_the_host_name() -> None:
     assert default_identity({"POD_NAME": "draq-7f9c-x2"}, "node-1") == "draq-7f9c-x2"
     assert default_identity({}, "draq-7f9c-x2") == "draq-7f9c-x2"
+
+
+def written_at(manifest: dict[str, Any], at: dt.datetime) -> dict[str, Any]:
+    """The Lease as the API server answers it: the time of its last write in managedFields (whole seconds)."""
+    manifest["metadata"]["managedFields"] = [{"manager": "Python", "operation": "Update",
+                                              "time": at.strftime("%Y-%m-%dT%H:%M:%SZ")}]
+    return manifest
+
+
+def test_a_new_replica_counts_the_expiry_from_the_last_write_by_the_servers_clock() -> None:
+    async def go() -> None:
+        clock, api = FakeClock(), FakeApi()
+        server_now = dt.datetime(2026, 3, 1, 12, 0, 10, tzinfo=dt.UTC)
+        # Last renewed 10 s ago by the server's clock (the replica's own clock is months off: it does not matter).
+        api.add(written_at(lease("draq-1", clock.now()), server_now - dt.timedelta(seconds=10)))
+        api.server_now = server_now
+        one = elector(api, clock)
+        await one.step()
+        assert not one.leading.is_set()  # certainly unwritten for 9 s: 6 s to go
+        clock.advance(LEASE - 9 - 0.01)
+        await one.step()
+        assert not one.leading.is_set()
+        clock.advance(0.01)
+        await one.step()
+        assert one.leading.is_set() and spec(api)["holderIdentity"] == "draq-0"
+
+    run(go)
+
+
+def test_without_the_servers_clock_a_new_replica_waits_a_whole_lease() -> None:
+    async def go() -> None:
+        clock, api = FakeClock(), FakeApi()
+        api.add(written_at(lease("draq-1", clock.now()), clock.now() - dt.timedelta(minutes=5)))
+        one = elector(api, clock)  # api.server_now is None: the age is unknown
+        await one.step()
+        clock.advance(LEASE - 0.01)
+        await one.step()
+        assert not one.leading.is_set()
+        clock.advance(0.01)
+        await one.step()
+        assert one.leading.is_set()
+
+    run(go)

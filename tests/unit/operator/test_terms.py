@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from admission.core.leadership import Epoch, annotated_epoch
 from admission.kube.client import KubeApiError
 from admission.operator import Operator, OperatorSettings
 from admission.operator.leader import LeadershipLost
@@ -42,6 +43,20 @@ def test_every_status_is_written_under_the_terms_epoch_and_the_admission_names_i
         pending = status_bodies(api, "big")
         assert pending and all(body["epoch"] == epoch and "admittedBy" not in body for body in pending)
         assert gates_of(api, "train-0") == [] and gates_of(api, "train-1") == []
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_the_members_released_in_a_term_carry_its_epoch() -> None:
+    async def go() -> None:
+        api, clock = cluster(), FakeClock()
+        submit(api, "train", 2, 4)
+        operator = await leading(api, clock)
+        await operator._pass_in_term()
+        for name in ("train-0", "train-1"):
+            pod = api.get_object("Pod", NS, name)
+            assert pod is not None and annotated_epoch(pod) == Epoch("draq-0", 0, "")
         await operator.cache.stop()
 
     run(go)
