@@ -66,6 +66,10 @@ PUBLIC = {
         "loop_unready", "pod_queues", "published_devices", "queue_figures", "queue_infos", "release_latency",
         "review_outcome"
     ],
+    "admission.core.workloads": [
+        "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "Grouping", "Membership", "Owners", "RoleSpec",
+        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership",
+    ],
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"
     ],

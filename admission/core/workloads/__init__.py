@@ -1,0 +1,19 @@
+"""Workload kinds: how a pod finds its group through its owners, what a group declares, how it is evicted."""
+
+from admission.core.workloads.declared import declared_shape
+from admission.core.workloads.kinds import (
+    BY_KIND,
+    DEFAULT_FRAMEWORKS,
+    FRAMEWORKS,
+    KINDS,
+    Grouping,
+    WorkloadKind,
+    enabled_kinds,
+)
+from admission.core.workloads.membership import Membership, Owners, controller_of, membership
+from admission.core.workloads.shapes import RoleSpec, job_size
+
+__all__ = [
+    "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "Grouping", "Membership", "Owners", "RoleSpec",
+    "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership",
+]
