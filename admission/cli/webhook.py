@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import yaml
 
-from admission.cli.run import METRICS_PORT
+from admission.cli.run import METRICS_PORT, add_integrations, integrations_from
 from admission.core.errors import DraqError, InvalidInput
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.service import WebhookSettings, serve_forever
@@ -40,6 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cert-host", action="append", default=[],
                         help="DNS name or IP for draq's serving certificate (repeatable; default: the "
                              "Service's DNS names, or the --url host)")
+    add_integrations(parser)
     parser.add_argument("--cert-file", type=Path, help="serve this certificate (watched and reloaded)")
     parser.add_argument("--key-file", type=Path, help="key of --cert-file")
     parser.add_argument("--ca-file", type=Path, help="CA of --cert-file, published as caBundle")
@@ -87,7 +88,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         namespace=args.namespace, draq_user=args.draq_user, target=target, cert_hosts=tuple(hosts),
         cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
         manage_configurations=not args.no_configurations, cert_reload_seconds=args.cert_reload_seconds,
-        resync_seconds=args.resync_seconds,
+        resync_seconds=args.resync_seconds, frameworks=integrations_from(args.integrations, "draq webhook"),
     )
 
 

@@ -53,10 +53,12 @@ from admission.core.errors import DraqError
 from admission.core.features import gates_for
 from admission.core.native_gangs import referenced_workload, workload_name
 from admission.core.quota import Amounts, Phase, QueueState, cluster_queue_status, device_selected, local_queue_status
+from admission.core.workloads import enabled_kinds
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.operator.cache import OperatorCache
+from admission.kube.discovery import served
+from admission.operator.cache import OperatorCache, owner_watches
 from admission.operator.eviction import Evictor
 from admission.operator.health import LoopHealth
 from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, default_identity
@@ -101,6 +103,9 @@ class Operator:
 
     async def run(self) -> None:
         """Run until cancelled; on the way out the Lease is released, so another replica takes over at once."""
+        owners = await served(self.api, kinds.workload_resources(enabled_kinds(self.settings.frameworks)))
+        self.cache.add_watches(self.api, owner_watches(owners))
+        self.reader.workload_kinds = frozenset(r.kind for r in owners)
         await self.cache.start()
         elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
         term = 0

@@ -18,16 +18,16 @@ from admission.core.review import JsonObject, ObjectRef
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.kube.paths import InvalidName
+from admission.kube.paths import InvalidName, Resource
 from admission.kube.reflector import Key, Reflector, metadata
-from admission.kube.watches import SHARED, ReflectorSet, Watch, table
+from admission.kube.watches import SHARED, ReflectorSet, Watch, owner_table, table
 
 log = logging.getLogger(__name__)
 
 
 def _kept_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = metadata(obj)
-    return {k: meta[k] for k in ("name", "namespace", "labels", "resourceVersion") if k in meta}
+    return {k: meta[k] for k in ("name", "namespace", "labels", "ownerReferences", "resourceVersion") if k in meta}
 
 
 def _with_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,9 +46,14 @@ def _job_size(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _kept_metadata(obj), "spec": size}
 
 
-WEBHOOK_RESOURCES: tuple[Watch, ...] = table((*SHARED, kinds.JOBS), {"Namespace": _metadata_only, "Job": _job_size},
-                                              default=lambda resource: _with_spec)
-"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata), and Jobs' sizes."""
+WEBHOOK_RESOURCES: tuple[Watch, ...] = table(SHARED, {"Namespace": _metadata_only}, default=lambda resource: _with_spec)
+"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata)."""
+
+
+def owner_watches(resources: Iterable[Resource]) -> tuple[Watch, ...]:
+    """Watches of the enabled workload kinds: Jobs' sizes, the other gang kinds' specs (their declared
+    sizes), and of the kinds that group per pod only labels and owners."""
+    return owner_table(resources, lambda r: _job_size if r.kind == "Job" else _with_spec, _metadata_only)
 
 
 class _Stores:
@@ -73,8 +78,8 @@ class _Stores:
     def quota_unit(self, name: str) -> JsonObject | None:
         return self._get("QuotaUnit", "", name)
 
-    def job(self, namespace: str, name: str) -> JsonObject | None:
-        return self._get("Job", namespace, name)
+    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
+        return self._get(kind, namespace, name)
 
     def quota_units(self) -> Iterable[JsonObject]:
         return list(self._all("QuotaUnit"))

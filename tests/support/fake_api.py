@@ -72,6 +72,8 @@ class FakeApi:
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self.fail: Callable[[str, str], KubeApiError | None] = lambda method, path: None
         self.last_body: Any = None
+        # Discovery: group/version -> the plurals it serves (none unless a test serves some).
+        self.discovery: dict[str, list[str]] = {}
 
     # ----- seeding and inspection -------------------------------------------------------------------
     def add(self, *manifests: Mapping[str, Any]) -> None:
@@ -93,6 +95,12 @@ class FakeApi:
     # ----- the Client interface ---------------------------------------------------------------------
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         self._maybe_fail("GET", path)
+        parts = path.strip("/").split("/")
+        if len(parts) == (2 if parts[0] == "api" else 3):  # discovery of one group/version
+            served = self.discovery.get("/".join(parts[1:]))
+            if served is None:
+                raise KubeApiError("GET", path, 404, "the server could not find the requested resource")
+            return {"resources": [{"name": plural} for plural in served]}
         target = parse_path(path)
         if not target.name:
             wanted = _equalities((params or {}).get("labelSelector", ""))

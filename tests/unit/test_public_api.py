@@ -24,8 +24,8 @@ PUBLIC = {
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
         "planned_allocation", "preempted_status", "promised_allocations", "promised_devices", "promised_pods",
-        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreleased_members",
-        "victims_of"
+        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreadable_owner",
+        "unreleased_members", "victims_of", "with_owners"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
@@ -57,7 +57,7 @@ PUBLIC = {
     ],
     "admission.core.review": [
         "AdmissionRequest", "Decision", "GatingPolicy", "JsonObject", "Lookups", "MalformedReview", "ObjectRef",
-        "QueueChoice", "job_group_min", "label_value", "malformed_response", "mutate", "namespace_is_managed",
+        "QueueChoice", "label_value", "malformed_response", "mutate", "namespace_is_managed",
         "parse_review", "pod_queue", "render_response", "request_uid", "uid_from_prefix", "validate"
     ],
     "admission.core.telemetry": [
@@ -67,7 +67,8 @@ PUBLIC = {
         "review_outcome"
     ],
     "admission.core.workloads": [
-        "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "Grouping", "Membership", "Owners", "RoleSpec",
+        "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "Grouping",
+        "Membership", "Owners", "RoleSpec",
         "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership",
     ],
     "admission.core.views": [

@@ -22,7 +22,14 @@ from admission.core.cycle.eviction import (
     overdue,
     requeue,
 )
-from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
+from admission.core.cycle.groups import (
+    TERMINAL_PHASES,
+    GroupView,
+    collect_groups,
+    is_managed,
+    unreadable_owner,
+    with_owners,
+)
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import LATE_CONDITION, late_members
 from admission.core.cycle.nodes import promised_pods
@@ -132,6 +139,8 @@ __all__ = [
     "requeue",
     "run_cycle",
     "unit_failures_of",
+    "unreadable_owner",
     "unreleased_members",
     "victims_of",
+    "with_owners",
 ]

@@ -17,6 +17,7 @@ One module per object kind, as a controller's mutating and validating paths:
 when they name none).
 """
 
+from admission.core.labels import label_value
 from admission.core.models import ObjectRef
 from admission.core.review.envelope import (
     AdmissionRequest,
@@ -30,8 +31,8 @@ from admission.core.review.envelope import (
     uid_from_prefix,
 )
 from admission.core.review.lookups import GatingPolicy, Lookups
-from admission.core.review.pod_mutation import job_group_min, mutate
-from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
+from admission.core.review.pod_mutation import mutate
+from admission.core.review.queue_choice import QueueChoice, namespace_is_managed, pod_queue
 from admission.core.review.validating import validate
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "MalformedReview",
     "ObjectRef",
     "QueueChoice",
-    "job_group_min",
     "label_value",
     "malformed_response",
     "mutate",

@@ -9,6 +9,9 @@ from typing import Protocol
 from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.core.leadership import DEFAULT_LEASE_NAME
 from admission.core.review.envelope import JsonObject
+from admission.core.workloads import DEFAULT_FRAMEWORKS, enabled_kinds
+
+DEFAULT_WORKLOAD_KINDS = frozenset(k.kind for k in enabled_kinds(DEFAULT_FRAMEWORKS))
 
 
 class Lookups(Protocol):
@@ -22,7 +25,9 @@ class Lookups(Protocol):
 
     def quota_unit(self, name: str) -> JsonObject | None: ...
 
-    def job(self, namespace: str, name: str) -> JsonObject | None: ...
+    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
+        """A workload object a pod's owner chain names (a Job, a JobSet, ...): None when it is not known."""
+        ...
 
     def quota_units(self) -> Iterable[JsonObject]: ...
 
@@ -45,6 +50,8 @@ class GatingPolicy:
     # draq's leader Lease: PodGroup status written by draq must carry its current epoch.
     lease_namespace: str = "draq-system"
     lease_name: str = DEFAULT_LEASE_NAME
+    # The workload kinds whose owner chains group pods (the enabled integrations' kinds).
+    workload_kinds: frozenset[str] = DEFAULT_WORKLOAD_KINDS
 
 
 DEFAULT_POLICY = GatingPolicy()

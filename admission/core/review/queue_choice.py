@@ -1,18 +1,13 @@
-"""Which LocalQueue a pod goes to, and label values made from names."""
+"""Which LocalQueue a pod goes to."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from admission.core.labels import DEFAULT_QUEUE_LABEL, MANAGED_LABEL, MIRROR_ANNOTATION, QUEUE_LABEL
 from admission.core.review.envelope import JsonObject
 from admission.core.review.readers import controller_owner, labels_of, mapping
-
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_VALUE_MAX = 63
 
 
 def namespace_is_managed(labels: Mapping[str, str]) -> bool:
@@ -44,11 +39,4 @@ def pod_queue(pod: JsonObject | None, namespace_labels: Mapping[str, str]) -> Qu
     return None
 
 
-def label_value(name: str) -> str:
-    """A valid label value for a name: unchanged when it fits, else shortened with a hash suffix."""
-    if len(name) <= _LABEL_VALUE_MAX and _LABEL_VALUE.match(name):
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-    cleaned = re.sub(r"[^-A-Za-z0-9_.]", "-", name)[: _LABEL_VALUE_MAX - 11].strip("-_.")
-    return f"{cleaned}-{digest}" if cleaned else digest
 

@@ -10,10 +10,18 @@ from admission.core.workloads.kinds import (
     WorkloadKind,
     enabled_kinds,
 )
-from admission.core.workloads.membership import Membership, Owners, controller_of, membership
+from admission.core.workloads.membership import (
+    LWS_GROUP_INDEX_LABEL,
+    LWS_NAME_LABEL,
+    Membership,
+    Owners,
+    controller_of,
+    membership,
+)
 from admission.core.workloads.shapes import RoleSpec, job_size
 
 __all__ = [
-    "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "Grouping", "Membership", "Owners", "RoleSpec",
+    "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "Grouping",
+    "Membership", "Owners", "RoleSpec",
     "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership",
 ]
