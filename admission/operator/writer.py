@@ -15,7 +15,9 @@ from typing import Any
 from admission.core.cycle import pinned_affinity
 from admission.core.labels import API_VERSION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
+from admission.core.models import ObjectRef
 from admission.core.native_gangs import workload
+from admission.core.workloads import BY_KIND
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock, timestamp
@@ -144,11 +146,13 @@ class Writer:
             raise
         return True
 
-    async def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
-        """Suspend a Job (its controller removes the running pods without counting failures) or resume
-        it; False when the Job is gone."""
+    async def suspend(self, owner: ObjectRef, suspend: bool) -> bool:
+        """Suspend a workload by its kind's suspend field (its controller removes the running pods without
+        counting failures) or resume it; False when it is gone."""
+        kind = BY_KIND[owner.kind]
         try:
-            await self.api.merge_patch(kinds.JOBS.object_path(namespace, name), {"spec": {"suspend": suspend}})
+            await self.api.merge_patch(kinds.WORKLOAD_KINDS[owner.kind].object_path(owner.namespace, owner.name),
+                                       kind.suspend_patch(suspend))
         except KubeApiError as err:
             if err.status == 404:
                 return False

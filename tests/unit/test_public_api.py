@@ -37,7 +37,7 @@ PUBLIC = {
         "extended_claims", "extended_resource_claim_spec", "extended_resource_class", "format_amount",
         "invalid_queue_active", "invalid_unit_event", "local_queue_status", "parse_cluster_queue",
         "parse_local_queue", "parse_pod_group", "parse_quota_unit", "pool_counter_sets", "quota_unit_ready",
-        "quota_unit_status", "reconcile", "reconciliation_status", "unreadable"
+        "quota_unit_status", "reconcile", "reconciliation_status", "suspended_status", "unreadable"
     ],
     "admission.core.models": [
         "ALL", "AllocatedConfig", "AllocationResult", "AttributeValue", "CLAIM_COUNT", "CapacityRange", "ClaimConfig",
@@ -67,9 +67,9 @@ PUBLIC = {
         "review_outcome"
     ],
     "admission.core.workloads": [
-        "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "Grouping",
-        "Membership", "Owners", "RoleSpec",
-        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership",
+        "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
+        "Grouping", "Membership", "Owners", "RoleSpec",
+        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
     ],
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"

@@ -33,7 +33,7 @@ def admitted_status(admit: Admit, members: int, now: str) -> dict[str, Any]:
     return {"phase": Phase.ADMITTED.value, "message": message, "members": members,
             "admittedAt": now, "clusterQueue": admit.cluster_queue,
             "charge": charge_status(admit.charge, admit.borrowed), "plan": plan_status(admit.plan),
-            "requeueAt": None, "suspendedJobs": None,
+            "requeueAt": None, "suspended": None, "suspendedJobs": None,
             "conditions": [condition(ADMITTED_CONDITION, True, "Admitted", message, now)]}
 
 

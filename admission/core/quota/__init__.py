@@ -28,6 +28,7 @@ from admission.core.quota.podgroup import (
     charge_status,
     parse_pod_group,
     reconciliation_status,
+    suspended_status,
 )
 from admission.core.quota.problems import Unchargeable
 from admission.core.quota.queues import (
@@ -110,5 +111,6 @@ __all__ = [
     "quota_unit_status",
     "reconcile",
     "reconciliation_status",
+    "suspended_status",
     "unreadable",
 ]

@@ -6,9 +6,11 @@ from admission.core.workloads.kinds import (
     DEFAULT_FRAMEWORKS,
     FRAMEWORKS,
     KINDS,
+    REQUIRES,
     Grouping,
     WorkloadKind,
     enabled_kinds,
+    with_required,
 )
 from admission.core.workloads.membership import (
     LWS_GROUP_INDEX_LABEL,
@@ -21,7 +23,7 @@ from admission.core.workloads.membership import (
 from admission.core.workloads.shapes import RoleSpec, job_size
 
 __all__ = [
-    "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "Grouping",
-    "Membership", "Owners", "RoleSpec",
-    "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership",
+    "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
+    "Grouping", "Membership", "Owners", "RoleSpec",
+    "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
 ]

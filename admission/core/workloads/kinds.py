@@ -93,11 +93,23 @@ KINDS: tuple[WorkloadKind, ...] = (
 BY_KIND: Mapping[str, WorkloadKind] = {k.kind: k for k in KINDS}
 
 
-def enabled_kinds(frameworks: Iterable[str]) -> tuple[WorkloadKind, ...]:
-    """The kinds of the chosen integrations; raises ValueError naming an unknown integration."""
+REQUIRES: Mapping[str, tuple[str, ...]] = {JOBSET: (JOB,), TRAINJOB: (JOBSET, JOB), RAYJOB: (RAYCLUSTER,)}
+"""Integrations whose owner chains pass through another's kinds (a JobSet's pods are owned by its Jobs)."""
+
+
+def with_required(frameworks: Iterable[str]) -> tuple[str, ...]:
+    """The chosen integrations and those they require, in the table's order; raises ValueError naming an
+    unknown integration."""
     chosen = set(frameworks)
     unknown = sorted(chosen - set(FRAMEWORKS))
     if unknown:
         raise ValueError(f"integrations.frameworks: unknown integration(s) {', '.join(unknown)}; "
                          f"known: {', '.join(FRAMEWORKS)}")
+    chosen |= {needed for name in list(chosen) for needed in REQUIRES.get(name, ())}
+    return tuple(name for name in FRAMEWORKS if name in chosen)
+
+
+def enabled_kinds(frameworks: Iterable[str]) -> tuple[WorkloadKind, ...]:
+    """The kinds of the chosen integrations and of those they require."""
+    chosen = set(with_required(frameworks))
     return tuple(k for k in KINDS if k.framework in chosen)
