@@ -63,6 +63,7 @@ from admission.operator.eviction import Evictor
 from admission.operator.health import LoopHealth
 from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, default_identity
 from admission.operator.metrics import OperatorMetrics
+from admission.operator.owners import OwnerNotices
 from admission.operator.reading import CacheReader, Reading
 from admission.operator.settings import OperatorSettings
 from admission.operator.unit_status import UnitStatusWriter
@@ -90,6 +91,7 @@ class Operator:
                                          settings.election_timing(), clock)
         self.writer = Writer(self.api, self.cache, clock, self.elector or NO_FENCE)
         self.evictor = Evictor(self.writer, settings.bind_timeout_seconds)
+        self.owner_notices = OwnerNotices(self.writer)
         self.unit_status = UnitStatusWriter(self.cache, self.writer)
         self.gates = self.reader.gates
         self.cycles = 0
@@ -103,9 +105,7 @@ class Operator:
 
     async def run(self) -> None:
         """Run until cancelled; on the way out the Lease is released, so another replica takes over at once."""
-        owners = await served(self.api, kinds.workload_resources(enabled_kinds(self.settings.frameworks)))
-        self.cache.add_watches(self.api, owner_watches(owners))
-        self.reader.workload_kinds = frozenset(r.kind for r in owners)
+        await self.watch_owners()
         await self.cache.start()
         elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
         term = 0
@@ -204,12 +204,19 @@ class Operator:
         await self.clock.sleep(self.settings.debounce_seconds)
         self.cache.changed.clear()
 
+    async def watch_owners(self) -> None:
+        """Before the cache starts: watch the enabled integrations' kinds that the API server serves."""
+        owners = await served(self.api, kinds.workload_resources(enabled_kinds(self.settings.frameworks)))
+        self.cache.add_watches(self.api, owner_watches(owners))
+        self.reader.workload_kinds = frozenset(r.kind for r in owners)
+
     async def reconcile(self) -> None:
         """One full pass; safe to repeat (every write is conditional on what it finds)."""
         await self._abandoned_cycle_done()
         started = self.clock.monotonic()
         reading = self.reader.read()
         now = self.clock.now()
+        await self.owner_notices.post(reading)
         changed = await self._finish_releases(reading)
         changed |= await self._advance_phases(reading)
         changed |= await self._correct_charges(reading)

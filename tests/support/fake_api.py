@@ -211,9 +211,9 @@ class FakeApi:
 
 
 def _plural(kind: str) -> str:
-    from admission.kube.kinds import BY_KIND
+    from admission.kube.kinds import BY_KIND, WORKLOAD_KINDS
 
-    return BY_KIND[kind].plural
+    return (BY_KIND.get(kind) or WORKLOAD_KINDS[kind]).plural
 
 
 def _child(node: Any, part: str) -> Any:

@@ -24,7 +24,8 @@ PUBLIC = {
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
         "planned_allocation", "preempted_status", "promised_allocations", "promised_devices", "promised_pods",
-        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreadable_owner",
+        "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle", "unit_failures_of",
+        "unknown_owner_event", "unreadable_owner",
         "unreleased_members", "victims_of", "with_owners"
     ],
     "admission.core.quota": [

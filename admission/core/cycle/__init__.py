@@ -59,6 +59,8 @@ from admission.core.cycle.status import (
     pending_status,
     phase_change,
     plan_status,
+    resized_event,
+    unknown_owner_event,
 )
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, STEPS, StepTimer
 from admission.core.cycle.timing import backoff_seconds, format_time, parse_time
@@ -137,8 +139,10 @@ __all__ = [
     "rebuild_state",
     "recorded_plan",
     "requeue",
+    "resized_event",
     "run_cycle",
     "unit_failures_of",
+    "unknown_owner_event",
     "unreadable_owner",
     "unreleased_members",
     "victims_of",

@@ -121,7 +121,7 @@ def _queue_mismatch(pods: tuple[Pod, ...], queue: str) -> str:
 
 def with_owners(group: GroupView, members: Mapping[str, Membership]) -> GroupView:
     """The group as its members' owner chains (`members`, by pod name) make it: its declared shape, and its
-    minimum from that shape when no PodGroup sets one; or a problem that keeps it waiting (an owner that
+    minimum from that shape; or a problem that keeps it waiting (an owner that
     cannot be read, two objects claiming the group, a label that contradicts the chain, a minimum above
     the declared shape). A group that holds quota is left as it is: nothing it was admitted or charged
     for changes under it."""
@@ -138,8 +138,8 @@ def with_owners(group: GroupView, members: Mapping[str, Membership]) -> GroupVie
         return replace(group, problem=(
             f"label {GROUP_MIN_LABEL}: {group.min_member} is above the {declared.total} members {declared.owner} "
             f"declares; lower it, or raise the owner's size"), declared=declared)
-    minimum = declared.total if group.pod_group is None else group.min_member
-    return replace(group, declared=declared, min_member=minimum)
+    # The owner's spec is the group's size: a PodGroup draq made from the pods' labels may hold an older one.
+    return replace(group, declared=declared, min_member=declared.total)
 
 
 def _chain_problem(group: GroupView, members: Mapping[str, Membership]) -> str:
