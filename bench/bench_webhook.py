@@ -54,8 +54,8 @@ class StaticLookups:
     def quota_unit(self, name: str) -> Mapping[str, Any] | None:
         return {"spec": {}}
 
-    def job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return {"spec": {"parallelism": 4}}
+    def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return {"spec": {"parallelism": 4}} if kind == "Job" else None
 
     def quota_units(self) -> Iterable[Mapping[str, Any]]:
         return []
@@ -64,9 +64,6 @@ class StaticLookups:
         return None
 
     def lease(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return None
-
-    def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return None
 
     def pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:

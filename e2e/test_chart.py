@@ -449,8 +449,8 @@ def test_installed_chart_runs_draq_with_only_its_rights_and_survives_an_upgrade(
                                             if e.involved_object.name == "train" and e.reason == "Admitted"])
 
         held = until("the Job held evicted for not binding in time", lambda: pod_group(api, work, "held"),
-                     accept=lambda g: bool((g.get("status") or {}).get("suspendedJobs")), timeout=90)
-        assert held["status"]["suspendedJobs"] == ["held"]
+                     accept=lambda g: bool((g.get("status") or {}).get("suspended")), timeout=90)
+        assert held["status"]["suspended"] == [{"kind": "Job", "name": "held"}]
         # The record is written before the Job is suspended, so the suspension may still be on its way.
         until("the Job held suspended", lambda: client.BatchV1Api(api).read_namespaced_job("held", work),
               accept=lambda j: j.spec.suspend is True, timeout=15)

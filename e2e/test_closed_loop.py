@@ -102,7 +102,7 @@ def test_a_job_that_does_not_bind_in_time_is_suspended_and_resumed_after_the_bac
         evicted = until("the group evicted for not binding in time", lambda: pod_group(api, namespace, "held"),
                         accept=lambda g: bool(g and (g.get("status") or {}).get("phase") == "Evicted"), timeout=60)
         status = evicted["status"]
-        assert status["evictions"] == 1 and status["suspendedJobs"] == ["held"]
+        assert status["evictions"] == 1 and status["suspended"] == [{"kind": "Job", "name": "held"}]
         assert "not bound" in status["message"] and "charge" not in status
         batch = client.BatchV1Api(api)
         # The record is written before the Job is suspended, so the suspension may still be on its way.

@@ -20,6 +20,7 @@ from admission.cli.admission_policy import add_policy_options, policy_settings
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import normalize_version
 from admission.core.leadership import ElectionTiming
+from admission.core.workloads import FRAMEWORKS, enabled_kinds
 from admission.kube.probes import Probes, ProbeServer, process_registry, start_probe_server
 from admission.operator import Operator, OperatorSettings
 from admission.operator.health import operator_checks
@@ -61,6 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--native-gangs", choices=("auto", "on", "off"), default=WEBHOOK_DEFAULTS.native_gangs,
                         help="make draq's groups native gangs of the scheduler (Workload API, Kubernetes 1.35+ "
                              "alpha): auto where the cluster serves it (default %(default)s)")
+    add_integrations(parser)
     parser.add_argument("--no-webhook", action="store_true", help="run the operator only")
     parser.add_argument("--webhook-url", help="base URL the API server calls for the webhooks "
                         "(default: the Service draq-webhook in --namespace)")
@@ -89,6 +91,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
+def add_integrations(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--integrations", default=",".join(DEFAULTS.frameworks), metavar="NAMES",
+                        help="comma-separated workload integrations whose owner chains group pods, of: "
+                             f"{', '.join(FRAMEWORKS)} (default %(default)s)")
+
+
+def integrations_from(text: str, command: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    try:
+        enabled_kinds(names)
+    except ValueError as err:
+        raise InvalidInput(command, "--integrations", str(err).removeprefix("integrations.frameworks: ")) from None
+    return names
+
+
 def settings_from(args: argparse.Namespace) -> OperatorSettings:
     if args.kubernetes_version is not None:
         try:
@@ -107,7 +124,8 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
                             leader_election=not args.no_leader_election, lease_namespace=args.namespace,
                             lease_seconds=args.lease_seconds, renew_deadline_seconds=args.renew_deadline,
                             retry_period_seconds=args.retry_period, identity=args.identity,
-                            bind_timeout_seconds=args.bind_timeout)
+                            bind_timeout_seconds=args.bind_timeout,
+                            frameworks=integrations_from(args.integrations, "draq run"))
 
 
 def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
@@ -131,6 +149,7 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
         hosts = (f"{service}.{args.namespace}.svc", f"{service}.{args.namespace}.svc.cluster.local")
     limits = webhook_limits.limits_from(args, "draq run")
     return WebhookSettings(native_gangs=args.native_gangs, kubeconfig=args.kubeconfig, context=args.context,
+                           frameworks=integrations_from(args.integrations, "draq run"),
                            host=args.webhook_host,
                            port=args.webhook_port, namespace=args.namespace, target=target, cert_hosts=hosts,
                            draq_user=args.draq_user or f"system:serviceaccount:{args.namespace}:draq",

@@ -14,7 +14,7 @@ import yaml
 
 from admission.cli import webhook_limits
 from admission.cli.admission_policy import add_policy_options, policy_settings
-from admission.cli.run import METRICS_PORT
+from admission.cli.run import METRICS_PORT, add_integrations, integrations_from
 from admission.core.errors import DraqError, InvalidInput
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.service import WebhookSettings, serve_forever
@@ -42,6 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cert-host", action="append", default=[],
                         help="DNS name or IP for draq's serving certificate (repeatable; default: the "
                              "Service's DNS names, or the --url host)")
+    add_integrations(parser)
     parser.add_argument("--cert-file", type=Path, help="serve this certificate (watched and reloaded)")
     parser.add_argument("--key-file", type=Path, help="key of --cert-file")
     parser.add_argument("--ca-file", type=Path, help="CA of --cert-file, published as caBundle")
@@ -94,7 +95,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         manage_configurations=not args.no_configurations, cert_reload_seconds=args.cert_reload_seconds,
         resync_seconds=args.resync_seconds, connections=limits.connections, bodies=limits.bodies,
         client_ca_file=limits.client_ca_file, client_token_file=limits.client_token_file,
-        **policy_settings(args, "draq webhook"),
+        frameworks=integrations_from(args.integrations, "draq webhook"), **policy_settings(args, "draq webhook"),
     )
 
 

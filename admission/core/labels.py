@@ -1,8 +1,12 @@
-"""draq's vocabulary on Kubernetes objects: API group, labels, the scheduling gate, annotations.
+"""draq's vocabulary on Kubernetes objects: API group, labels, the scheduling gate, annotations; label values
+made from names.
 
 Defined once here and imported everywhere else (webhook decisions, the admission cycle, the
 operator's writes, the CLI and the tests).
 """
+
+import hashlib
+import re
 
 API_GROUP = "draq.io"
 API_GROUP_VERSION = "v1alpha1"
@@ -48,3 +52,16 @@ DEFAULT_DRAQ_USER = "system:serviceaccount:draq-system:draq"
 """The user draq acts as, by default: the only one allowed to remove the gate."""
 
 MAX_GROUP_MIN = 100_000
+
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE_MAX = 63
+
+
+def label_value(name: str) -> str:
+    """A valid label value for a name: unchanged when it fits, else shortened with a hash suffix."""
+    if len(name) <= _LABEL_VALUE_MAX and _LABEL_VALUE.match(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    cleaned = re.sub(r"[^-A-Za-z0-9_.]", "-", name)[: _LABEL_VALUE_MAX - 11].strip("-_.")
+    return f"{cleaned}-{digest}" if cleaned else digest

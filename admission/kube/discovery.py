@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from admission.kube.client import Client, KubeApiError
 from admission.kube.paths import Resource
@@ -20,3 +21,14 @@ async def serves(api: Client, resource: Resource) -> bool:
             return False
         raise
     return any(isinstance(r, dict) and r.get("name") == resource.plural for r in listing.get("resources") or [])
+
+
+async def served(api: Client, resources: Iterable[Resource]) -> tuple[Resource, ...]:
+    """The resources the API server serves, in order (a CRD not installed is left out, and logged)."""
+    found = []
+    for resource in resources:
+        if await serves(api, resource):
+            found.append(resource)
+        else:
+            log.info("%s (%s) is not served: draq does not watch it", resource.plural, resource.api_version)
+    return tuple(found)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from admission.core.labels import API_GROUP, API_GROUP_VERSION
+from admission.core.workloads import KINDS, WorkloadKind
 from admission.kube.paths import Resource
 
 _DRA = ("resource.k8s.io", "v1")
@@ -37,3 +40,17 @@ ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, DAEMON_S
        LEASES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES,
        QUOTA_UNITS, POD_GROUPS, DEVICE_TAINT_RULES, WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
 BY_KIND = {resource.kind: resource for resource in ALL}
+
+
+def workload_resource(kind: WorkloadKind) -> Resource:
+    """The API resource of a workload kind of the core's table (all are namespaced)."""
+    group, _, version = kind.api_version.rpartition("/")
+    return Resource(group, version, kind.plural, kind.kind, True)
+
+
+WORKLOAD_KINDS = {kind.kind: workload_resource(kind) for kind in KINDS}
+"""Every workload kind draq can group by, by kind; which are watched depends on the enabled integrations."""
+
+
+def workload_resources(enabled: Iterable[WorkloadKind]) -> tuple[Resource, ...]:
+    return tuple(WORKLOAD_KINDS[kind.kind] for kind in enabled)

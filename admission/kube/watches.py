@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
+from admission.core.workloads import KINDS, Grouping
 from admission.kube import kinds
 from admission.kube.paths import Resource
 from admission.kube.reflector import Projection, Reflector, start_all, stop_all, without_managed_fields
@@ -35,6 +36,15 @@ def table(resources: Iterable[Resource], projections: Mapping[str, Projection] |
     return tuple((resource, chosen.get(resource.kind) or default(resource)) for resource in resources)
 
 
+def owner_table(resources: Iterable[Resource], gang: Callable[[Resource], Projection],
+                per_pod: Projection) -> tuple[Watch, ...]:
+    """Watches of workload kinds a pod's owner chain may name: the kinds that make one group per pod
+    (ReplicaSet, Deployment, StatefulSet) with `per_pod` (their labels and owners are all that is read), the
+    others with `gang(resource)` (their spec declares the group's members)."""
+    per_pod_kinds = {k.kind for k in KINDS if k.grouping is Grouping.PER_POD}
+    return tuple((r, per_pod if r.kind in per_pod_kinds else gang(r)) for r in resources)
+
+
 class ReflectorSet(Generic[R]):
     """One reflector per resource, by kind; started together, stopped together."""
 
@@ -47,6 +57,11 @@ class ReflectorSet(Generic[R]):
     @property
     def synced(self) -> bool:
         return all(r.synced.is_set() for r in self.reflectors.values())
+
+    def add(self, reflectors: Iterable[R]) -> None:
+        """More reflectors, before `start` (e.g. for the resources discovery found served)."""
+        assert not self._tasks, "reflectors are added before start"
+        self.reflectors.update((r.resource.kind, r) for r in reflectors)
 
     async def start(self, timeout: float | None = None) -> None:
         """Start every reflector and wait until each has listed once."""

@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from admission.core.workloads import DEFAULT_FRAMEWORKS
+
 REPO = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO / "charts" / "draq" / "files" / "rbac"
 RBAC_API = "rbac.authorization.k8s.io/v1"
@@ -27,14 +29,21 @@ class Rights:
     webhook_configurations: bool = True  # webhook.configurations == draq
     leader_election: bool = True  # leaderElection.enabled
     draq_ca: bool = True  # certificates.mode == draq
+    frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS  # integrations.frameworks
 
     def cluster_files(self) -> list[str]:
         return ["cluster.yaml", *(["native-gangs.yaml"] if self.native_gangs else []),
-                *(["webhook-configurations.yaml"] if self.webhook_configurations else [])]
+                *(["webhook-configurations.yaml"] if self.webhook_configurations else []),
+                *(integration_file(name) for name in self.frameworks)]
 
     def namespace_files(self) -> list[str]:
         return ["seal-key.yaml", *(["leader-election.yaml"] if self.leader_election else []),
                 *(["ca-secret.yaml"] if self.draq_ca else [])]
+
+
+def integration_file(framework: str) -> str:
+    """The rule file of one integration (`integrations.frameworks`), as the chart names it."""
+    return f"integrations/{framework.replace('/', '_')}.yaml"
 
 
 def rules(*files: str, rules_dir: Path = RULES_DIR) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from admission.kube.client import Client
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.paths import Resource
 from admission.kube.reflector import Key, Projection, Reflector, metadata, without_managed_fields
-from admission.kube.watches import SHARED, ReflectorSet, Watch, table
+from admission.kube.watches import SHARED, ReflectorSet, Watch, owner_table, table
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,19 @@ OPERATOR_RESOURCES: tuple[Watch, ...] = table(
      kinds.CLAIM_TEMPLATES, kinds.POD_GROUPS, kinds.RESOURCE_QUOTAS),
     {"Pod": _pod})
 """Whole objects (less managedFields), but for pods (`_pod`)."""
+
+
+def _owner_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What is read of an owner that makes one group per pod: its identity, labels and owners."""
+    meta = metadata(obj)
+    kept = {k: meta[k] for k in ("name", "namespace", "uid", "labels", "ownerReferences", "resourceVersion")
+            if k in meta}
+    return {**{k: obj[k] for k in ("apiVersion", "kind") if k in obj}, "metadata": kept}
+
+
+def owner_watches(resources: Iterable[Resource]) -> tuple[Watch, ...]:
+    """The enabled workload kinds: whole (their spec declares the members), or metadata for per-pod kinds."""
+    return owner_table(resources, without_managed_fields, _owner_metadata)
 QUIET_KINDS = frozenset({"ResourceQuota"})
 """Kinds no admission decision reads (native quotas feed only the accounting gaps' metrics): their changes
 do not wake the loop; the next pass, at most a resync later, reads them."""
@@ -128,18 +141,25 @@ class OperatorCache(ReflectorSet[Reflector]):
                  ) -> None:
         self.changed = asyncio.Event()
         self._clock = clock
-        self._observers: dict[str, list[Observer]] = {res.kind: [] for res, _ in resources}
-        super().__init__(
-            _Reflector(api, res, project, _quiet if res.kind in QUIET_KINDS else self.changed.set,
-                       self._deleter(res.kind), self._observers[res.kind])
-            for res, project in resources)
-        for reflector in self.reflectors.values():
-            reflector.track_changes = True  # the reader parses only what changed (`take_changes`)
-        self._assumed: dict[str, dict[Key, tuple[float, dict[str, Any]]]] = {k: {} for k in self.reflectors}
+        self._observers: dict[str, list[Observer]] = {}
+        self._assumed: dict[str, dict[Key, tuple[float, dict[str, Any]]]] = {}
         # Recent deletions: kind -> key -> [(when, uid, resourceVersion)], and their keys in the order
         # they expire (`DELETED_SECONDS` after they were seen).
-        self._deleted: dict[str, dict[Key, list[tuple[float, str, int]]]] = {k: {} for k in self.reflectors}
+        self._deleted: dict[str, dict[Key, list[tuple[float, str, int]]]] = {}
         self._expiring: deque[tuple[float, str, Key]] = deque()
+        super().__init__(())
+        self.add_watches(api, resources)
+
+    def add_watches(self, api: Client, resources: Iterable[Watch]) -> None:
+        """Watch more resources (before `start`): e.g. the workload kinds of the enabled integrations."""
+        for res, project in resources:
+            self._observers.setdefault(res.kind, [])
+            reflector = _Reflector(api, res, project, _quiet if res.kind in QUIET_KINDS else self.changed.set,
+                                   self._deleter(res.kind), self._observers[res.kind])
+            reflector.track_changes = True  # the reader parses only what changed (`take_changes`)
+            self.add((reflector,))
+            self._assumed.setdefault(res.kind, {})
+            self._deleted.setdefault(res.kind, {})
 
     def observe(self, kinds: Iterable[str], observer: Observer) -> None:
         """Tell `observer` of these kinds' objects as the reflectors list and watch them (before `start`)."""

@@ -62,14 +62,17 @@ from admission.core.quota import (
     device_selected,
     local_queue_status,
 )
+from admission.core.workloads import enabled_kinds
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.operator.cache import OperatorCache
+from admission.kube.discovery import served
+from admission.operator.cache import OperatorCache, owner_watches
 from admission.operator.eviction import Evictor
 from admission.operator.health import LoopHealth
 from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, default_identity
 from admission.operator.metrics import OperatorMetrics
+from admission.operator.owners import OwnerNotices
 from admission.operator.reading import CacheReader, Reading
 from admission.operator.seal_key import load_seal_key
 from admission.operator.settings import OperatorSettings
@@ -98,6 +101,7 @@ class Operator:
                                          settings.election_timing(), clock)
         self.writer = Writer(self.api, self.cache, clock, self.elector or NO_FENCE)
         self.evictor = Evictor(self.writer, settings.bind_timeout_seconds)
+        self.owner_notices = OwnerNotices(self.writer)
         self.unit_status = UnitStatusWriter(self.cache, self.writer)
         self.gates = self.reader.gates
         self.cycles = 0
@@ -118,6 +122,7 @@ class Operator:
         term = 0
         try:
             listing = self.clock.monotonic()
+            await self.watch_owners()
             await self.cache.start()
             log.info("caches listed in %.1fs", self.clock.monotonic() - listing)
             while True:
@@ -214,6 +219,12 @@ class Operator:
         await self.clock.sleep(self.settings.debounce_seconds)
         self.cache.changed.clear()
 
+    async def watch_owners(self) -> None:
+        """Before the cache starts: watch the enabled integrations' kinds that the API server serves."""
+        owners = await served(self.api, kinds.workload_resources(enabled_kinds(self.settings.frameworks)))
+        self.cache.add_watches(self.api, owner_watches(owners))
+        self.reader.workload_kinds = frozenset(r.kind for r in owners)
+
     async def reconcile(self) -> None:
         """One full pass; safe to repeat (every write is conditional on what it finds)."""
         await self._abandoned_cycle_done()
@@ -221,6 +232,7 @@ class Operator:
         started = self.clock.monotonic()
         reading = self.reader.read()
         now = self.clock.now()
+        await self.owner_notices.post(reading)
         changed = await self._finish_releases(reading)
         changed |= await self._advance_phases(reading)
         changed |= await self._correct_charges(reading)

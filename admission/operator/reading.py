@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from admission.core.allocator import Snapshot
@@ -16,6 +16,7 @@ from admission.core.cycle import (
     cycle_input,
     rebuild_state,
     unit_failures_of,
+    with_owners,
 )
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
@@ -36,6 +37,7 @@ from admission.core.quota import (
     parse_sealed_pod_group,
     unreadable,
 )
+from admission.core.workloads import LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, Membership, controller_of, membership
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.reflector import Key
 from admission.operator.cache import OperatorCache
@@ -56,6 +58,8 @@ class Reading:
     usage_current: bool = True
     # Native ResourceQuotas: no admission decision reads them; the accounting gaps' metrics do.
     resource_quotas: tuple[ResourceQuota, ...] = ()
+    # Group key -> member pod name -> its owner chain (only pods with a controller owner or a workloadRef).
+    memberships: Mapping[str, Mapping[str, Membership]] = field(default_factory=dict)
 
     def pod_manifest(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.manifests.get(ObjectRef("Pod", namespace, name))
@@ -117,6 +121,7 @@ class CacheReader:
         self.adopting = False  # the first start with a new key: records it cannot verify are taken as draq's
         self._last_sealed: dict[str, PodGroup] = {}  # PodGroup uid -> its last record that traced to draq
         self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
+        self.workload_kinds: frozenset[str] = frozenset()  # the enabled integrations' kinds the cache watches
 
     def read(self) -> Reading:
         inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object) for kind in DRA_KINDS}
@@ -142,13 +147,39 @@ class CacheReader:
         manifests: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef.of("Pod", _key(e.manifest)): e.manifest
                                                          for e in pod_memo.current_kept.values()}
         manifests.update({ObjectRef.of("PodGroup", _key(m)): m for m in group_manifests})
+        groups, memberships = self._owned(groups, manifests)
         state, current = self._state(queues, groups, bad)
         snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
         cycle = cycle_input(snapshot, self.gates, groups, state, local_queues, tuple(compiled),
                             namespace_labels=labels, now=self.clock.now(), timer=self.clock.monotonic,
                             invalid={b.ref: b.reason for b in bad},
                             unit_failures=self._unit_failures(compiled, snapshot))
-        return Reading(cycle, queues, manifests, current, self._resource_quotas())
+        return Reading(cycle, queues, manifests, current, self._resource_quotas(), memberships)
+
+    def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
+               ) -> tuple[tuple[GroupView, ...], dict[str, dict[str, Membership]]]:
+        """Each group as its members' owner chains make it (`with_owners`), and those chains. Pods with the
+        same owner share one walk."""
+        if not self.workload_kinds:
+            return groups, {}
+        owners = _CacheOwners(self.cache)
+        walked: dict[tuple[Any, ...], Membership] = {}
+        found: dict[str, dict[str, Membership]] = {}
+        updated = []
+        for group in groups:
+            members: dict[str, Membership] = {}
+            for pod in group.pods:
+                manifest = manifests.get(ObjectRef("Pod", pod.namespace, pod.name))
+                if manifest is None or not (controller_of(manifest) or pod.workload):
+                    continue
+                key = _chain_key(manifest)
+                if key not in walked:
+                    walked[key] = membership(manifest, owners, self.workload_kinds)
+                members[pod.name] = walked[key]
+            if members:
+                found[group.key] = members
+            updated.append(with_owners(group, members))
+        return tuple(updated), found
 
     def _parse_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
         """A PodGroup whose record draq can trace to its own writes (`admission.core.quota.seal`); without a
@@ -361,3 +392,28 @@ def _key(manifest: Mapping[str, Any]) -> str:
     meta = _meta(manifest)
     return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
 
+
+
+class _CacheOwners:
+    """Owner objects from the cache (the operator's assumed writes first); None for a kind not watched."""
+
+    def __init__(self, cache: OperatorCache) -> None:
+        self.cache = cache
+
+    def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        reflector = self.cache.reflectors.get(kind)
+        if reflector is None:
+            return None
+        key = (namespace, name)
+        return self.cache.assumed(kind).get(key) or reflector.store.get(key)
+
+
+def _chain_key(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a pod's owner chain depends on: pods alike in it share one walk."""
+    owner = controller_of(pod)
+    labels = _meta(pod).get("labels") or {}
+    spec = pod.get("spec")
+    ref = spec.get("workloadRef") if isinstance(spec, Mapping) else None
+    return (_meta(pod).get("namespace"), owner.get("apiVersion"), owner.get("kind"), owner.get("name"),
+            labels.get(LWS_NAME_LABEL), labels.get(LWS_GROUP_INDEX_LABEL),
+            tuple(sorted(ref.items())) if isinstance(ref, Mapping) else None)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from admission.core.leadership import DEFAULT_LEASE_NAME, ElectionTiming
+from admission.core.workloads import DEFAULT_FRAMEWORKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,8 @@ class OperatorSettings:
     # An admitted group not all bound within this many seconds is evicted and requeued (a ClusterQueue's
     # spec.bindTimeoutSeconds overrides it).
     bind_timeout_seconds: int = 300
+    # The workload integrations whose top-level objects are read (`core.workloads.FRAMEWORKS`).
+    frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
 
     def election_timing(self) -> ElectionTiming:
         return ElectionTiming.for_lease(self.lease_seconds, self.renew_deadline_seconds, self.retry_period_seconds)

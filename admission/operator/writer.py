@@ -20,8 +20,10 @@ from typing import Any
 from admission.core.cycle import pinned_affinity
 from admission.core.labels import API_VERSION, EPOCH_ANNOTATION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
+from admission.core.models import ObjectRef
 from admission.core.native_gangs import workload
 from admission.core.quota import SEAL_FIELD, SealCheck, check_seal, merged_status, seal_record
+from admission.core.workloads import BY_KIND
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock, timestamp
@@ -179,18 +181,6 @@ class Writer:
             return True
         raise KubeApiError("DELETE", f"pod {namespace}/{name}", 409, "the pod kept changing between stamp and deletion")
 
-    async def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
-        """Suspend a Job (its controller removes the running pods without counting failures) or resume
-        it, stamped with the epoch in the same patch; False when the Job is gone."""
-        try:
-            await self.api.merge_patch(kinds.JOBS.object_path(namespace, name),
-                                       {**self._stamp_patch(), "spec": {"suspend": suspend}})
-        except KubeApiError as err:
-            if err.status == 404:
-                return False
-            raise
-        return True
-
     # ----- the epoch on pods and Jobs ---------------------------------------------------------------
     def _stamp(self) -> str | None:
         """The annotation's value for a write now: the epoch of this term, None without leader election.
@@ -223,6 +213,19 @@ class Writer:
                     not annotations or EPOCH_ANNOTATION not in annotations):
                 return True
         return False
+
+    async def suspend(self, owner: ObjectRef, suspend: bool) -> bool:
+        """Suspend a workload by its kind's suspend field (its controller removes the running pods without
+        counting failures) or resume it, stamped with the epoch in the same patch; False when it is gone."""
+        kind = BY_KIND[owner.kind]
+        try:
+            await self.api.merge_patch(kinds.WORKLOAD_KINDS[owner.kind].object_path(owner.namespace, owner.name),
+                                       {**self._stamp_patch(), **kind.suspend_patch(suspend)})
+        except KubeApiError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
 
     async def _reread(self, path: str) -> dict[str, Any] | None:
         try:

@@ -19,16 +19,17 @@ from admission.core.review import JsonObject, ObjectRef
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.kube.paths import InvalidName
+from admission.kube.paths import InvalidName, Resource
 from admission.kube.reflector import Key, Reflector, metadata
-from admission.kube.watches import SHARED, ReflectorSet, Watch, table
+from admission.kube.watches import SHARED, ReflectorSet, Watch, owner_table, table
 
 log = logging.getLogger(__name__)
 
 
 def _kept_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
     meta = metadata(obj)
-    return {k: meta[k] for k in ("name", "namespace", "uid", "labels", "resourceVersion") if k in meta}
+    return {k: meta[k] for k in ("name", "namespace", "uid", "labels", "ownerReferences", "resourceVersion")
+            if k in meta}
 
 
 def _with_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,16 +63,23 @@ def _pod_group_phase(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 WEBHOOK_RESOURCES: tuple[Watch, ...] = table(
-    (*SHARED, kinds.JOBS, kinds.POD_GROUPS),
-    {"Namespace": _metadata_only, "Job": _job_size, "LocalQueue": _pending_count, "PodGroup": _pod_group_phase},
+    (*SHARED, kinds.POD_GROUPS),
+    {"Namespace": _metadata_only, "LocalQueue": _pending_count, "PodGroup": _pod_group_phase},
     default=lambda resource: _with_spec)
-"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata), Jobs' sizes, and
-PodGroups' queues and phases (for the cap on pending groups)."""
+"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata), and PodGroups'
+queues and phases (for the cap on pending groups). The enabled workload kinds are watched too
+(`owner_watches`)."""
 
 OWNER_RESOURCES = {resource.kind: resource for resource in (kinds.DAEMON_SETS, kinds.STATEFUL_SETS,
                                                              kinds.REPLICA_SETS, kinds.JOBS)}
 """The controller kinds a pod's owner exemption may name: read live (Jobs: from the cache) to verify the uid."""
 PENDING_PHASES = frozenset({"Pending", "Evicted"})
+
+
+def owner_watches(resources: Iterable[Resource]) -> tuple[Watch, ...]:
+    """Watches of the enabled workload kinds: Jobs' sizes, the other gang kinds' specs (their declared
+    sizes), and of the kinds that group per pod only labels and owners."""
+    return owner_table(resources, lambda r: _job_size if r.kind == "Job" else _with_spec, _metadata_only)
 
 
 class _Stores:
@@ -96,8 +104,8 @@ class _Stores:
     def quota_unit(self, name: str) -> JsonObject | None:
         return self._get("QuotaUnit", "", name)
 
-    def job(self, namespace: str, name: str) -> JsonObject | None:
-        return self._get("Job", namespace, name)
+    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
+        return self._get(kind, namespace, name)
 
     def quota_units(self) -> Iterable[JsonObject]:
         return list(self._all("QuotaUnit"))
@@ -107,9 +115,6 @@ class _Stores:
 
     def lease(self, namespace: str, name: str) -> JsonObject | None:
         return self._get("Lease", namespace, name)
-
-    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
-        return self._get(kind, namespace, name) if kind in OWNER_RESOURCES else None
 
     def pod_group(self, namespace: str, name: str) -> JsonObject | None:
         return self._get("PodGroup", namespace, name)

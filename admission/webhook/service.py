@@ -15,12 +15,14 @@ from prometheus_client import CollectorRegistry
 from admission.core.errors import DraqError
 from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.core.review import GatingPolicy
+from admission.core.workloads import DEFAULT_FRAMEWORKS, enabled_kinds
 from admission.kube import kinds
 from admission.kube.client import KubeApi, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.kube.discovery import serves
+from admission.kube.discovery import served, serves
 from admission.kube.probes import Probes, process_registry, start_probe_server
-from admission.webhook.cache import WebhookCache
+from admission.kube.reflector import Reflector
+from admission.webhook.cache import WebhookCache, owner_watches
 from admission.webhook.clients import TokenFile
 from admission.webhook.configurations import WebhookTarget, configurations
 from admission.webhook.handlers import AdmissionHandlers, BodyLimits
@@ -56,6 +58,8 @@ class WebhookSettings:
     ca_file: Path | None = None
     # Native gang scheduling: "auto" (where the Workload API is served), "on" or "off".
     native_gangs: str = "auto"
+    # The workload integrations whose owner chains group pods (`core.workloads.FRAMEWORKS`).
+    frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
     # Create and keep current the webhook configurations (with the caBundle).
     manage_configurations: bool = True
     resync_seconds: float = 60.0
@@ -92,13 +96,16 @@ class WebhookService:
     async def start(self) -> int:
         """Serve; returns the bound port once the cache is synced and requests are answered."""
         settings = self.settings
+        owners = await served(self.api, kinds.workload_resources(enabled_kinds(settings.frameworks)))
+        self.cache.add(Reflector(self.api, resource, project) for resource, project in owner_watches(owners))
         await self.cache.start()
         await self._start_certificates()
         native = await self._native_gangs()
         policy = GatingPolicy(settings.draq_user, native, lease_namespace=settings.namespace,
                               default_device_policy=settings.device_policy,
                               exempt_owner_kinds=frozenset(settings.exempt_owner_kinds),
-                              max_pending_groups=settings.max_pending_groups)
+                              max_pending_groups=settings.max_pending_groups,
+                              workload_kinds=frozenset(r.kind for r in owners))
         clients = TokenFile(settings.client_token_file) if settings.client_token_file else None
         handlers = AdmissionHandlers(self.cache, policy, self.cache, self.metrics, settings.bodies, clients)
         if settings.client_ca_file is not None:

@@ -75,6 +75,8 @@ class FakeApi:
         self.fail: Callable[[str, str], KubeApiError | None] = lambda method, path: None
         self.last_body: Any = None
         self.server_now: dt.datetime | None = None  # what `server_time` answers: unknown unless a test sets it
+        # Discovery: group/version -> the plurals it serves (none unless a test serves some).
+        self.discovery: dict[str, list[str]] = {}
 
     # ----- seeding and inspection -------------------------------------------------------------------
     def add(self, *manifests: Mapping[str, Any]) -> None:
@@ -97,6 +99,12 @@ class FakeApi:
     # ----- the Client interface ---------------------------------------------------------------------
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         self._maybe_fail("GET", path)
+        parts = path.strip("/").split("/")
+        if len(parts) == (2 if parts[0] == "api" else 3):  # discovery of one group/version
+            served = self.discovery.get("/".join(parts[1:]))
+            if served is None:
+                raise KubeApiError("GET", path, 404, "the server could not find the requested resource")
+            return {"resources": [{"name": plural} for plural in served]}
         target = parse_path(path)
         if not target.name:
             wanted = _equalities((params or {}).get("labelSelector", ""))
@@ -218,9 +226,9 @@ class FakeApi:
 
 
 def _plural(kind: str) -> str:
-    from admission.kube.kinds import BY_KIND
+    from admission.kube.kinds import BY_KIND, WORKLOAD_KINDS
 
-    return BY_KIND[kind].plural
+    return (BY_KIND.get(kind) or WORKLOAD_KINDS[kind]).plural
 
 
 def _child(node: Any, part: str) -> Any:

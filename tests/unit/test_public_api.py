@@ -23,10 +23,9 @@ PUBLIC = {
         "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
-        "planned_allocation", "preempted_message", "preempted_status",
-        "promised_allocations", "promised_devices", "promised_pods",
-        "rebuild_state", "recorded_plan", "requeue", "run_cycle", "unit_failures_of", "unreleased_members",
-        "victims_of"
+        "planned_allocation", "preempted_message", "preempted_status", "promised_allocations", "promised_devices",
+        "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle", "unit_failures_of",
+        "unknown_owner_event", "unreadable_owner", "unreleased_members", "victims_of", "with_owners"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
@@ -40,7 +39,7 @@ PUBLIC = {
         "extended_claims", "extended_resource_claim_spec", "extended_resource_class", "format_amount",
         "invalid_queue_active", "invalid_unit_event", "local_queue_status", "parse_cluster_queue",
         "parse_local_queue", "parse_pod_group", "parse_quota_unit", "pool_counter_sets", "quota_unit_ready",
-        "quota_unit_status", "reconcile", "reconciliation_status", "unreadable"
+        "quota_unit_status", "reconcile", "reconciliation_status", "suspended_status", "unreadable"
     ],
     "admission.core.models": [
         "ALL", "AllocatedConfig", "AllocationResult", "AttributeValue", "CLAIM_COUNT", "CapacityRange", "ClaimConfig",
@@ -60,7 +59,7 @@ PUBLIC = {
     ],
     "admission.core.review": [
         "AdmissionRequest", "Decision", "EXEMPTIBLE_OWNER_KINDS", "GatingPolicy", "JsonObject", "Lookups",
-        "MalformedReview", "ObjectRef", "QueueChoice", "device_use", "job_group_min", "label_value",
+        "MalformedReview", "ObjectRef", "QueueChoice", "device_use", "label_value",
         "malformed_response", "mutate", "namespace_is_managed", "parse_review", "pending_cap", "pod_queue",
         "render_response", "request_uid", "uid_from_prefix", "validate"
     ],
@@ -69,6 +68,11 @@ PUBLIC = {
         "ReviewOutcome", "allocated_devices", "device_uuid", "gap_figures", "group_figures", "loop_stall",
         "loop_unready", "pod_queues", "published_devices", "queue_figures", "queue_infos", "release_latency",
         "review_outcome"
+    ],
+    "admission.core.workloads": [
+        "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
+        "Grouping", "Membership", "Owners", "RoleSpec",
+        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
     ],
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"

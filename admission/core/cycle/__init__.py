@@ -22,7 +22,14 @@ from admission.core.cycle.eviction import (
     overdue,
     requeue,
 )
-from admission.core.cycle.groups import TERMINAL_PHASES, GroupView, collect_groups, is_managed
+from admission.core.cycle.groups import (
+    TERMINAL_PHASES,
+    GroupView,
+    collect_groups,
+    is_managed,
+    unreadable_owner,
+    with_owners,
+)
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import LATE_CONDITION, late_members
 from admission.core.cycle.nodes import promised_pods
@@ -52,6 +59,8 @@ from admission.core.cycle.status import (
     pending_status,
     phase_change,
     plan_status,
+    resized_event,
+    unknown_owner_event,
 )
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, STEPS, StepTimer
 from admission.core.cycle.timing import backoff_seconds, format_time, parse_time
@@ -131,8 +140,12 @@ __all__ = [
     "rebuild_state",
     "recorded_plan",
     "requeue",
+    "resized_event",
     "run_cycle",
     "unit_failures_of",
+    "unknown_owner_event",
+    "unreadable_owner",
     "unreleased_members",
     "victims_of",
+    "with_owners",
 ]

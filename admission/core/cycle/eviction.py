@@ -17,7 +17,8 @@ from typing import Any
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.status import ADMITTED_CONDITION, GroupEvent, condition
 from admission.core.cycle.timing import backoff_seconds, format_time, in_backoff, parse_time
-from admission.core.quota import ClusterQueue, Phase
+from admission.core.models import ObjectRef
+from admission.core.quota import ClusterQueue, Phase, suspended_status
 
 DEFAULT_BIND_TIMEOUT = 300
 NOT_BOUND = "NotBoundInTime"
@@ -65,34 +66,36 @@ def overdue(groups: Iterable[GroupView], queues: Mapping[str, ClusterQueue], now
     return tuple(evicted)
 
 
-def evicted_status(evict: Evict, members: int, now: dt.datetime, suspended_jobs: Iterable[str] = ()) -> dict[str, Any]:
+def evicted_status(evict: Evict, members: int, now: dt.datetime, suspended: Iterable[ObjectRef] = ()
+                   ) -> dict[str, Any]:
     """The durable record of an eviction, written before any member is deleted. The charge and plan are
     cleared, so the queue's usage no longer counts the group."""
     stamp = format_time(now)
     return {"phase": Phase.EVICTED.value, "message": evict.message, "members": members,
             "evictions": evict.evictions, "requeueAt": format_time(evict.requeue_at),
-            "charge": None, "plan": None, "suspendedJobs": sorted(suspended_jobs) or None,
+            "charge": None, "plan": None,
+            "suspended": suspended_status(suspended), "suspendedJobs": None,
             "conditions": [condition(ADMITTED_CONDITION, False, NOT_BOUND, evict.message, stamp)]}
 
 
 def due_for_requeue(groups: Iterable[GroupView], now: dt.datetime) -> tuple[GroupView, ...]:
-    """Evicted groups past their backoff whose suspended Jobs are to be resumed."""
+    """Evicted groups past their backoff whose suspended owners are to be resumed."""
     return tuple(g for g in groups if g.pod_group is not None and g.pod_group.phase is Phase.EVICTED
-                 and g.pod_group.suspended_jobs and in_backoff(g, now) is None)
+                 and g.pod_group.suspended and in_backoff(g, now) is None)
 
 
 @dataclass(frozen=True, slots=True)
 class Requeue:
-    """An evicted group whose backoff has passed: the Jobs to resume, then its record and Event."""
+    """An evicted group whose backoff has passed: the owners to resume, then its record and Event."""
 
     group: str
-    jobs: tuple[str, ...]
+    objects: tuple[ObjectRef, ...]
     status: dict[str, Any]
     event: GroupEvent
 
 
 def requeue(group: GroupView) -> Requeue:
-    """Resume the group's suspended Jobs (their new pods are gated and queued again) and forget them."""
-    jobs: Sequence[str] = group.pod_group.suspended_jobs if group.pod_group is not None else ()
-    return Requeue(group.key, tuple(jobs), {"suspendedJobs": None},
-                   GroupEvent("Requeued", f"backoff over: resumed Job(s) {', '.join(jobs)}"))
+    """Resume the group's suspended owners (their new pods are gated and queued again) and forget them."""
+    objects: Sequence[ObjectRef] = group.pod_group.suspended if group.pod_group is not None else ()
+    return Requeue(group.key, tuple(objects), {"suspended": None, "suspendedJobs": None},
+                   GroupEvent("Requeued", f"backoff over: resumed {', '.join(map(str, objects))}"))

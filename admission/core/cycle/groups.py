@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL, label_value
 from admission.core.models import DeclaredShape, ObjectRef, Pod
 from admission.core.quota import Phase, PodGroup
+from admission.core.workloads import BY_KIND, Membership, declared_shape
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -144,3 +145,53 @@ def _queue_mismatch(pods: tuple[Pod, ...], queue: str) -> str:
         return ""
     return (f"pod {other.key}, label {QUEUE_LABEL}: names queue {other.labels[QUEUE_LABEL]!r} but its "
             f"PodGroup uses {queue!r}")
+
+
+def with_owners(group: GroupView, members: Mapping[str, Membership]) -> GroupView:
+    """The group as its members' owner chains (`members`, by pod name) make it: its declared shape, and its
+    minimum from that shape; or a problem that keeps it waiting (an owner that
+    cannot be read, two objects claiming the group, a label that contradicts the chain, a minimum above
+    the declared shape). A group that holds quota is left as it is: nothing it was admitted or charged
+    for changes under it."""
+    if group.holds_quota or group.problem or not members:
+        return group
+    problem = _chain_problem(group, members)
+    if problem:
+        return replace(group, problem=problem)
+    gangs = [m for m in members.values() if m.gang]
+    declared = declared_shape(gangs[0]) if gangs else None
+    if declared is None:
+        return group
+    if group.pod_group is None and group.min_member > declared.total:
+        return replace(group, problem=(
+            f"label {GROUP_MIN_LABEL}: {group.min_member} is above the {declared.total} members {declared.owner} "
+            f"declares; lower it, or raise the owner's size"), declared=declared)
+    # The owner's spec is the group's size: a PodGroup draq made from the pods' labels may hold an older one.
+    return replace(group, declared=declared, min_member=declared.total)
+
+
+def _chain_problem(group: GroupView, members: Mapping[str, Membership]) -> str:
+    for name, member in sorted(members.items()):
+        if member.missing is not None:
+            return unreadable_owner(member.missing, f"pod {group.namespace}/{name}")
+        if member.problem:
+            return f"pod {group.namespace}/{name}: {member.problem}"
+    tops = sorted({str(m.top) for m in members.values() if m.gang})
+    if len(tops) > 1:
+        return (f"{' and '.join(tops)} both claim group {group.name!r} (label {GROUP_LABEL}): rename one of them, "
+                f"or label one's pod template with another group")
+    for name, member in sorted(members.items()):
+        if member.gang and label_value(member.group) != group.name:
+            return (f"pod {group.namespace}/{name}, label {GROUP_LABEL}: {group.name!r} contradicts its owner chain, "
+                    f"which makes it a member of group {label_value(member.group)!r} ({member.top}); remove the "
+                    f"label from the pod template")
+    return ""
+
+
+def unreadable_owner(ref: ObjectRef, reader: str) -> str:
+    """Why a group waits for an owner draq cannot read: the object, and the right it needs."""
+    kind = BY_KIND.get(ref.kind)
+    right = f"{kind.plural}.{kind.api_group}" if kind is not None and kind.api_group else (
+        kind.plural if kind is not None else ref.kind)
+    return (f"{reader} is owned by {ref}, which draq cannot read: it was deleted, or draq lacks get/list/watch "
+            f"on {right} (enable its integration in the chart's integrations.frameworks)")

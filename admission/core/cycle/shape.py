@@ -57,7 +57,21 @@ def _fill(shape: DeclaredShape, namespace: str, pods: Sequence[Pod]) -> tuple[tu
             else:
                 free.remove(pod)
                 slots.append((Slot(role.name, index, "", pod.name), pod))
-    return tuple(slots)
+    return _taken_by_others(slots, free)
+
+
+def _taken_by_others(slots: list[tuple[Slot, Pod]], unmatched: Sequence[Pod]) -> tuple[tuple[Slot, Pod], ...]:
+    """Existing members that match no role (an admission plugin changed their requests, say) still count as
+    declared members: each closes an open slot, from the last, and is placed as itself, so the group is never
+    given room for more members than its owner declares."""
+    taken = list(slots)
+    for pod in sorted(unmatched, key=lambda p: p.name):
+        at = next((i for i in range(len(taken) - 1, -1, -1) if taken[i][0].open), None)
+        if at is None:
+            break
+        slot = taken[at][0]
+        taken[at] = (Slot(slot.role, slot.index, "", pod.name), pod)
+    return tuple(taken)
 
 
 def placeholder(role: Role, slot: Slot, namespace: str) -> Pod:

@@ -11,6 +11,7 @@ from typing import Any
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.progress import ChargeCorrection
 from admission.core.cycle.types import Admit, Extend, LateWait, Wait, WaitReason
+from admission.core.models import ObjectRef
 from admission.core.quota import Amounts, Phase, Plan, Slot, charge_status
 
 ADMITTED_CONDITION = "Admitted"
@@ -43,7 +44,7 @@ def admitted_status(admit: Admit, members: int, now: str) -> dict[str, Any]:
     return {"phase": Phase.ADMITTED.value, "message": message, "members": members,
             "admittedAt": now, "clusterQueue": admit.cluster_queue,
             "charge": charge_status(admit.charge, admit.borrowed), "plan": plan_status(admit.plan),
-            "requeueAt": None, "suspendedJobs": None,
+            "requeueAt": None, "suspended": None, "suspendedJobs": None,
             "conditions": [condition(ADMITTED_CONDITION, True, "Admitted", message, now)]}
 
 
@@ -129,3 +130,20 @@ def charge_corrected_event(correction: ChargeCorrection) -> GroupEvent:
     """A running group's charge replaced by what its claims really hold: what changed, as a Warning."""
     return GroupEvent("ChargeCorrected", f"charge now follows the real allocation: {correction.describe()}",
                       warning=True)
+
+
+UNKNOWN_OWNER = "UnknownOwner"
+RESIZED = "Resized"
+
+
+def unknown_owner_event(pod: str, owner: str) -> GroupEvent:
+    """Posted once on a pod whose controller is not a workload kind draq groups (or whose integration is off)."""
+    return GroupEvent(UNKNOWN_OWNER, f"pod {pod}: owner {owner} is not a workload kind draq groups, or its "
+                      "integration is off (integrations.frameworks): the pod is its own group", warning=True)
+
+
+def resized_event(group: GroupView, owner: ObjectRef, before: int, after: int) -> GroupEvent:
+    """Posted on a group's top-level owner when the members it declares change (it was scaled)."""
+    held = ("; the group holds quota for what it was admitted with, and the new size applies when it is admitted "
+            "again" if group.holds_quota else "; its minimum and charge follow")
+    return GroupEvent(RESIZED, f"{owner} now declares {after} members (was {before}) for group {group.key}{held}")

@@ -29,6 +29,7 @@ from admission.core.quota.podgroup import (
     charge_status,
     parse_pod_group,
     reconciliation_status,
+    suspended_status,
 )
 from admission.core.quota.problems import Unchargeable
 from admission.core.quota.queues import (
@@ -130,5 +131,6 @@ __all__ = [
     "reconcile",
     "reconciliation_status",
     "seal_record",
+    "suspended_status",
     "unreadable",
 ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from admission.core.models import ObjectRef
+from admission.core.models._fields import Fields
 from admission.core.quota.amounts import NONE, Amounts, format_amount
 from admission.core.quota.reconcile import Reconciliation
 from admission.core.quota.units import check_kind
@@ -77,7 +79,7 @@ class PodGroup:
     plan: Plan = field(default_factory=Plan)
     evictions: int = 0  # times the group was evicted for not being bound in time
     requeue_at: str = ""  # RFC 3339: an evicted group is not admitted again before this
-    suspended_jobs: tuple[str, ...] = ()  # Jobs draq suspended at eviction, resumed at requeue_at
+    suspended: tuple[ObjectRef, ...] = ()  # owners draq suspended at eviction, resumed at requeue_at
 
     @property
     def key(self) -> str:
@@ -119,7 +121,20 @@ def parse_pod_group(manifest: Mapping[str, Any], default_namespace: str = "defau
         phase=Phase(phase), charge=Amounts.of(charge), borrowed=Amounts.of(borrowed),
         cluster_queue=status.str("clusterQueue"), admitted_at=status.str("admittedAt"),
         plan=Plan(nodes, claims, slots), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),
-        suspended_jobs=status.str_list("suspendedJobs"))
+        suspended=_suspended(status, meta.str("namespace") or default_namespace))
+
+
+def _suspended(status: Fields, namespace: str) -> tuple[ObjectRef, ...]:
+    """`status.suspended` ({kind, name}), and the Jobs of `status.suspendedJobs` (written by earlier releases)."""
+    found = [ObjectRef(e.str("kind", required=True), namespace, e.str("name", required=True))
+             for e in status.maps("suspended")]
+    found += [ObjectRef("Job", namespace, name) for name in status.str_list("suspendedJobs")]
+    return tuple(sorted(set(found), key=str))
+
+
+def suspended_status(refs: Iterable[ObjectRef]) -> list[dict[str, str]] | None:
+    """The `status.suspended` list of a PodGroup (None clears it)."""
+    return [{"kind": r.kind, "name": r.name} for r in sorted(set(refs), key=str)] or None
 
 
 def charge_status(charge: Amounts, borrowed: Amounts = NONE) -> list[dict[str, str]]:

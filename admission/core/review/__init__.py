@@ -21,6 +21,7 @@ One module per object kind, as a controller's mutating and validating paths:
 when they name none).
 """
 
+from admission.core.labels import label_value
 from admission.core.models import ObjectRef
 from admission.core.review.device_policy import device_use
 from admission.core.review.envelope import (
@@ -36,8 +37,8 @@ from admission.core.review.envelope import (
 )
 from admission.core.review.lookups import EXEMPTIBLE_OWNER_KINDS, GatingPolicy, Lookups
 from admission.core.review.pending_cap import pending_cap
-from admission.core.review.pod_mutation import job_group_min, mutate
-from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_queue
+from admission.core.review.pod_mutation import mutate
+from admission.core.review.queue_choice import QueueChoice, namespace_is_managed, pod_queue
 from admission.core.review.validating import validate
 
 __all__ = [
@@ -51,7 +52,6 @@ __all__ = [
     "ObjectRef",
     "QueueChoice",
     "device_use",
-    "job_group_min",
     "label_value",
     "malformed_response",
     "mutate",

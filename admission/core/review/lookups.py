@@ -9,6 +9,9 @@ from typing import Protocol
 from admission.core.labels import DEFAULT_DRAQ_USER, DEVICE_POLICIES, REQUIRE_QUEUE
 from admission.core.leadership import DEFAULT_LEASE_NAME
 from admission.core.review.envelope import JsonObject
+from admission.core.workloads import DEFAULT_FRAMEWORKS, enabled_kinds
+
+DEFAULT_WORKLOAD_KINDS = frozenset(k.kind for k in enabled_kinds(DEFAULT_FRAMEWORKS))
 
 EXEMPTIBLE_OWNER_KINDS = frozenset({"DaemonSet", "StatefulSet", "ReplicaSet", "Job"})
 """Controller kinds an exemption may name: the webhook can read each of them to verify a pod's owner."""
@@ -26,15 +29,14 @@ class Lookups(Protocol):
 
     def quota_unit(self, name: str) -> JsonObject | None: ...
 
-    def job(self, namespace: str, name: str) -> JsonObject | None: ...
-
     def quota_units(self) -> Iterable[JsonObject]: ...
 
     def device_class(self, name: str) -> JsonObject | None: ...
 
     def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
-        """A pod's controller owner (a DaemonSet, a ReplicaSet...) with its `metadata.uid`; None when it is
-        not known yet (the decision names it as missing so the shell reads it) or does not exist."""
+        """An object a pod's owner chain names (a Job, a JobSet, a DaemonSet, ...) with its `metadata.uid` and
+        `ownerReferences`; None when it is not known yet (the decision names it as missing so the shell reads
+        it) or does not exist."""
         ...
 
     def pod_group(self, namespace: str, name: str) -> JsonObject | None: ...
@@ -60,6 +62,8 @@ class GatingPolicy:
     # draq's leader Lease: PodGroup status written by draq must carry its current epoch.
     lease_namespace: str = "draq-system"
     lease_name: str = DEFAULT_LEASE_NAME
+    # The workload kinds whose owner chains group pods (the enabled integrations' kinds).
+    workload_kinds: frozenset[str] = DEFAULT_WORKLOAD_KINDS
     # Managed namespaces without the label draq.io/device-policy: may pods that use devices run
     # outside every queue (`allow`), or must they name one (`require-queue`)?
     default_device_policy: str = REQUIRE_QUEUE

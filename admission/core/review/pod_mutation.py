@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL, label_value
 from admission.core.models import ObjectRef
 from admission.core.native_gangs import workload_ref
 from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, PatchOperation
 from admission.core.review.lookups import DEFAULT_POLICY, GatingPolicy, Lookups
-from admission.core.review.queue_choice import QueueChoice, label_value, namespace_is_managed, pod_route
-from admission.core.review.readers import controller_owner, gates_of, labels_of, mapping
+from admission.core.review.queue_choice import QueueChoice, namespace_is_managed, pod_queue, pod_route
+from admission.core.review.readers import gates_of, labels_of, mapping
+from admission.core.workloads import Membership, membership
 
 
 def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = DEFAULT_POLICY) -> Decision:
@@ -22,12 +23,14 @@ def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = D
     namespace_labels = lookups.namespace_labels(request.namespace)
     if namespace_labels is None:
         return Decision.allow(missing=[ObjectRef("Namespace", "", request.namespace)])
-    route = pod_route(request.object, request.namespace, namespace_labels, lookups, policy)
-    queue, pod = route.queue, request.object
+    pod = request.object
+    route = pod_route(pod, request.namespace, namespace_labels, lookups, policy)
+    member = membership(pod, lookups, policy.workload_kinds) if isinstance(pod, Mapping) else Membership()
+    queue = None if route.exemption.exempt else _queue(pod, namespace_labels, member)
     if queue is None or pod is None or not isinstance(pod.get("spec"), Mapping):
         # The validating webhook refuses a pod that uses devices outside a queue where the policy says so.
         return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))
-    labels, warnings, missing = _labels_to_add(request, pod, queue, lookups)
+    labels, warnings, missing = _labels_to_add(request, pod, queue, member)
     if route.exemption.note:
         warnings.append(f"{request.describe()} waits in LocalQueue {queue.name} like any pod: {route.exemption.note}")
         missing.extend(route.exemption.missing)
@@ -59,24 +62,29 @@ def maybe_stale_namespace(request: AdmissionRequest, namespace_labels: Mapping[s
     return [ObjectRef("Namespace", "", request.namespace)]
 
 
+def _queue(pod: JsonObject | None, namespace_labels: Mapping[str, str], member: Membership) -> QueueChoice | None:
+    """The pod's own queue label, else the one on its top-level owner, else the namespace default."""
+    if member.queue and not labels_of(pod).get(QUEUE_LABEL) and namespace_is_managed(namespace_labels):
+        return QueueChoice(member.queue, f"label {QUEUE_LABEL} on {member.top}")
+    return pod_queue(pod, namespace_labels)
+
+
 def _labels_to_add(
-    request: AdmissionRequest, pod: JsonObject, queue: QueueChoice, lookups: Lookups
+    request: AdmissionRequest, pod: JsonObject, queue: QueueChoice, member: Membership
 ) -> tuple[dict[str, str], list[str], list[ObjectRef]]:
     present = labels_of(pod)
     wanted: dict[str, str] = {QUEUE_LABEL: queue.name}
-    warnings: list[str] = []
-    missing: list[ObjectRef] = []
-    owner = controller_owner(pod)
+    warnings = _membership_warnings(member)
+    group = member.group or (member.missing.name if member.missing is not None else "")
     if present.get(GROUP_LABEL):
-        pass  # the user's group; its minimum is the user's too (or the PodGroup's minMember)
-    elif owner.get("kind") == "Job" and isinstance(owner.get("name"), str):
-        job_name = str(owner["name"])
-        wanted[GROUP_LABEL] = label_value(job_name)
-        job = lookups.job(request.namespace, job_name)
-        if job is None:
-            missing.append(ObjectRef("Job", request.namespace, job_name))
-            warnings.append(f"Job {request.namespace}/{job_name} is not known to draq yet: group minimum 1")
-        wanted[GROUP_MIN_LABEL] = str(job_group_min(job))
+        # The user's group; its minimum is the user's too (or the PodGroup's minMember).
+        if member.gang and present[GROUP_LABEL] != label_value(member.group):
+            warnings.append(f"label {GROUP_LABEL}={present[GROUP_LABEL]!r} contradicts the owner chain, which makes "
+                            f"the pod a member of group {label_value(member.group)!r} ({member.top}): remove the "
+                            "label from the pod template, or the group waits")
+    elif group:
+        wanted[GROUP_LABEL] = label_value(group)
+        wanted[GROUP_MIN_LABEL] = str(member.minimum or 1)
     else:
         wanted[GROUP_LABEL] = label_value(_lone_pod_group(request, pod))
         wanted[GROUP_MIN_LABEL] = "1"
@@ -85,18 +93,18 @@ def _labels_to_add(
     to_set = {k: v for k, v in wanted.items() if not present.get(k)}
     if present.get(QUEUE_LABEL) != queue.name:
         to_set[QUEUE_LABEL] = queue.name
-    return to_set, warnings, missing
+    return to_set, warnings, [member.missing] if member.missing is not None else []
 
 
-def job_group_min(job: JsonObject | None) -> int:
-    """A Job's pods run at most `parallelism` at once, and never more than `completions`."""
-    spec = mapping(mapping(job).get("spec"))
-    parallelism = spec.get("parallelism", 1)
-    completions = spec.get("completions")
-    size = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
-    if isinstance(completions, int) and not isinstance(completions, bool) and completions > 0:
-        size = min(size, completions)
-    return max(size, 1)
+def _membership_warnings(member: Membership) -> list[str]:
+    warnings = [member.problem] if member.problem else []
+    if member.missing is not None:
+        warnings.append(f"{member.missing} is not known to draq yet (deleted, or draq may not read it): "
+                        f"the group waits until draq can read it (group minimum 1 until then)")
+    if member.unknown_owner:
+        warnings.append(f"owner {member.unknown_owner} is not a workload kind draq groups, or its integration is "
+                        "off: the pod is its own group")
+    return warnings
 
 
 def _lone_pod_group(request: AdmissionRequest, pod: JsonObject) -> str:

@@ -1,9 +1,7 @@
-"""Which LocalQueue a pod goes to, and label values made from names."""
+"""Which LocalQueue a pod goes to."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -12,9 +10,6 @@ from admission.core.review.device_policy import NOT_EXEMPT, OwnerExemption, owne
 from admission.core.review.envelope import JsonObject
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.readers import labels_of, mapping
-
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_VALUE_MAX = 63
 
 
 def namespace_is_managed(labels: Mapping[str, str]) -> bool:
@@ -62,12 +57,4 @@ def pod_route(pod: JsonObject | None, namespace: str, namespace_labels: Mapping[
         return PodRoute(None, exemption)
     return PodRoute(pod_queue(pod, namespace_labels), exemption)
 
-
-def label_value(name: str) -> str:
-    """A valid label value for a name: unchanged when it fits, else shortened with a hash suffix."""
-    if len(name) <= _LABEL_VALUE_MAX and _LABEL_VALUE.match(name):
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-    cleaned = re.sub(r"[^-A-Za-z0-9_.]", "-", name)[: _LABEL_VALUE_MAX - 11].strip("-_.")
-    return f"{cleaned}-{digest}" if cleaned else digest
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from admission.core.errors import InvalidInput
 from admission.core.labels import GROUP_LABEL, MANAGED_LABEL, RUN_TIME_ANNOTATION
-from admission.core.review import job_group_min, mutate
+from admission.core.review import mutate
 from admission.core.review.envelope import AdmissionRequest, GroupVersionKind, JsonObject, PatchOperation
+from admission.core.workloads import job_size
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -59,8 +60,8 @@ class _Lookups:
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self._namespaces.get(namespace)
 
-    def job(self, namespace: str, name: str) -> JsonObject | None:
-        return self._jobs.get(f"{namespace}/{name}")
+    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
+        return self._jobs.get(f"{namespace}/{name}") if kind == "Job" else None
 
     def local_queue(self, namespace: str, name: str) -> JsonObject | None:
         return None
@@ -78,9 +79,6 @@ class _Lookups:
         return None
 
     def lease(self, namespace: str, name: str) -> JsonObject | None:
-        return None
-
-    def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
         return None
 
     def pod_group(self, namespace: str, name: str) -> JsonObject | None:
@@ -150,7 +148,7 @@ def job_pods(job: Mapping[str, Any], namespace: str) -> list[dict[str, Any]]:
     template = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
     assert isinstance(template, Mapping)
     pods = []
-    for index in range(job_group_min(job)):
+    for index in range(max(job_size(spec), 1)):
         meta = copy.deepcopy(dict(template.get("metadata") or {}))
         meta.update({"name": f"{name}-{index}", "namespace": namespace,
                      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name,

@@ -25,6 +25,7 @@ import yaml
 
 from admission.core.cel import CelError, compile_expression
 from admission.core.labels import DEFAULT_QUEUE_LABEL, GATE, GROUP_LABEL, MANAGED_LABEL, QUEUE_LABEL
+from admission.core.models import ObjectRef
 from admission.localcluster import helm as helm_build
 from admission.operator.cache import OperatorCache
 from admission.operator.writer import Writer
@@ -235,7 +236,8 @@ WRITES: dict[str, tuple[Callable[[Writer], Awaitable[Any]], tuple[str, str, str]
     "release and pin": (lambda w: w.ungate(WORK, "p", None, node="node-0"), ("Pod", WORK, "p"), ("", "pods")),
     "release unpinned": (lambda w: w.ungate(WORK, "p", None), ("Pod", WORK, "p"), ("", "pods")),
     "delete a member": (lambda w: w.delete_pod(WORK, "p"), ("Pod", WORK, "p"), ("", "pods")),
-    "suspend a Job": (lambda w: w.suspend_job(WORK, "train", True), ("Job", WORK, "train"), ("batch", "jobs")),
+    "suspend a Job": (lambda w: w.suspend(ObjectRef("Job", WORK, "train"), True), ("Job", WORK, "train"),
+                      ("batch", "jobs")),
     "PodGroup status": (lambda w: w.pod_group_status(WORK, "g", {"phase": "Admitted"}), ("PodGroup", WORK, "g"),
                         ("draq.io", "podgroups/status")),
 }
@@ -308,7 +310,8 @@ def test_draqs_token_only_suspends_and_resumes_jobs() -> None:
     old = job()
     assert refused(Review("UPDATE", ("batch", "jobs"), DRAQ, old, changed(
         old, lambda j: j["spec"].update(parallelism=100, suspend=False)))) == [
-        f"draq ({DRAQ}) may only suspend and resume a Job and set its draq.io/ annotations; this write to Job {WORK}/train changes spec.parallelism"]
+        f"draq ({DRAQ}) may only suspend and resume a Job and set its draq.io/ annotations; this write to Job "
+        f"{WORK}/train changes spec.parallelism"]
     assert refused(Review("UPDATE", ("batch", "jobs"), DRAQ, old, changed(
         old, lambda j: j["spec"].update(suspend=True)), {})) != [], "only in managed namespaces"
 

@@ -36,6 +36,7 @@ from tests.unit.operator.operator_world import cluster, started, submit
 
 DRAQ_NS = "draq-system"
 RULE_FILES = sorted((CHART / "files" / "rbac").glob("*.yaml"))
+INTEGRATION_FILES = sorted((CHART / "files" / "rbac" / "integrations").glob("*.yaml"))
 ESCALATING = {"bind", "escalate", "impersonate", "*"}
 
 
@@ -77,7 +78,7 @@ def denied(requests: list[Request]) -> list[str]:
 
 
 # ----- the rule files themselves ----------------------------------------------------------------------
-@pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", RULE_FILES + INTEGRATION_FILES, ids=lambda p: p.name)
 def test_every_rule_is_commented(path: Any) -> None:
     lines = path.read_text().splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("- ")]
@@ -86,7 +87,7 @@ def test_every_rule_is_commented(path: Any) -> None:
         assert lines[i - 1].startswith("#"), f"{path.name}:{i + 1}: the rule has no comment above it"
 
 
-@pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", RULE_FILES + INTEGRATION_FILES, ids=lambda p: p.name)
 def test_rules_name_concrete_verbs_and_resources_and_nothing_that_escalates(path: Any) -> None:
     rules = yaml.safe_load(path.read_text())
     assert isinstance(rules, list) and rules
@@ -110,8 +111,10 @@ def test_the_chart_template_includes_every_rule_file() -> None:
     template = (CHART / "templates" / "rbac.yaml").read_text()
     for path in RULE_FILES:
         assert f'.Files.Get "files/rbac/{path.name}"' in template
+    assert 'printf "files/rbac/integrations/%s.yaml" (replace "/" "_" .)' in template  # one per integration
     rights = rbac.Rights()
-    assert sorted([*rights.cluster_files(), *rights.namespace_files()]) == [p.name for p in RULE_FILES]
+    files = [name for name in [*rights.cluster_files(), *rights.namespace_files()] if "/" not in name]
+    assert sorted(files) == [p.name for p in RULE_FILES]
 
 
 def test_optional_rights_leave_their_rules_out() -> None:
@@ -164,7 +167,7 @@ WRITER_CALLS = {
     "ungate": lambda w: w.ungate(NS, "p", None, node="node-0"),
     "ensure_workload": lambda w: w.ensure_workload(NS, "g", 2),
     "delete_pod": lambda w: w.delete_pod(NS, "gone"),
-    "suspend_job": lambda w: w.suspend_job(NS, "job", True),
+    "suspend": lambda w: w.suspend(ObjectRef("Job", NS, "job"), True),
     "cluster_queue_status": lambda w: w.cluster_queue_status("main", {"pendingGroups": 0}),
     "local_queue_status": lambda w: w.local_queue_status(NS, "lq", {"pendingGroups": 0}),
     "quota_unit_status": lambda w: w.quota_unit_status("gpus", {"summary": "8 devices"}),
@@ -269,10 +272,23 @@ def test_the_webhooks_fence_may_read_the_lease() -> None:
 
 
 def test_nothing_is_granted_that_no_code_asks_for() -> None:
-    """Each granted resource is one of the code's table of resources (admission/kube/kinds.py)."""
+    """Each granted resource is one of the code's tables of resources (admission/kube/kinds.py)."""
     cluster_rules, namespace_rules = full_rights()
-    known = {(r.group, r.plural) for r in kinds.ALL}
+    known = {(r.group, r.plural) for r in (*kinds.ALL, *kinds.WORKLOAD_KINDS.values())}
     for rule in (*cluster_rules, *namespace_rules):
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 assert (group, re.sub(r"/status$", "", resource)) in known, (group, resource)
+
+
+def test_the_default_integrations_owners_may_be_read_and_suspended() -> None:
+    from admission.core.workloads import DEFAULT_FRAMEWORKS, enabled_kinds
+
+    cluster_rules, _ = full_rights()
+    for kind in enabled_kinds(DEFAULT_FRAMEWORKS):
+        resource = kinds.WORKLOAD_KINDS[kind.kind]
+        verbs = ("get", "list", "watch", *(("patch",) if kind.suspendable else ()))
+        for verb in verbs:
+            request = Request(verb, resource.group, resource.plural, "team" if verb in ("get", "patch") else "",
+                              "x" if verb in ("get", "patch") else "")
+            assert allowed(request, cluster_rules, [], DRAQ_NS), request.describe()

@@ -12,6 +12,7 @@ from admission.core.cycle import (
     late_wait_event,
     requeue,
 )
+from admission.core.models import ObjectRef
 from admission.core.quota import Amounts, Difference, Reconciliation
 from tests.unit.cycle.cycle_builders import NS, group_record, groups_of, member
 
@@ -29,11 +30,12 @@ def test_a_corrected_charge_is_a_warning_that_says_what_changed() -> None:
     assert event.message == "charge now follows the real allocation: gpus: charged 4, allocated 2"
 
 
-def test_a_requeue_resumes_the_suspended_jobs_and_forgets_them() -> None:
+def test_a_requeue_resumes_the_suspended_owners_and_forgets_them() -> None:
     evicted = {"phase": "Evicted", "evictions": 1, "requeueAt": "2026-01-01T12:00:30Z",
-               "suspendedJobs": ["trainer", "worker"]}
+               "suspended": [{"kind": "JobSet", "name": "trainer"}], "suspendedJobs": ["worker"]}
     [group] = groups_of([member("t-0", "t")], [group_record("t", 1, status=evicted)])
     resumed = requeue(group)
-    assert resumed.group == f"{NS}/t" and resumed.jobs == ("trainer", "worker")
-    assert resumed.status == {"suspendedJobs": None}
-    assert resumed.event == GroupEvent("Requeued", "backoff over: resumed Job(s) trainer, worker")
+    assert resumed.group == f"{NS}/t"
+    assert resumed.objects == (ObjectRef("Job", NS, "worker"), ObjectRef("JobSet", NS, "trainer"))
+    assert resumed.status == {"suspended": None, "suspendedJobs": None}
+    assert resumed.event == GroupEvent("Requeued", f"backoff over: resumed Job {NS}/worker, JobSet {NS}/trainer")

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from admission.core.cycle import DEFAULT_BIND_TIMEOUT, WaitReason, evicted_status, overdue, run_cycle
 from admission.core.cycle.timing import backoff_seconds
+from admission.core.models import ObjectRef
 from admission.core.quota import ClusterQueue, LocalQueue, PodGroup
 from tests.unit.cycle.cycle_builders import NS, cycle_input, gang, gpu_node, gpu_queue, group_record, groups_of, member
 
@@ -54,9 +55,9 @@ def test_the_eviction_record_releases_the_charge_and_says_when_it_is_retried() -
     groups = groups_of([member("t-0", "t", gated=False)], [admitted("t", {"t-0": "node-a"})])
     now = ADMITTED_AT + dt.timedelta(hours=1)
     [evict] = overdue(groups, {"main": ClusterQueue("main")}, now)
-    status = evicted_status(evict, 1, now, ["trainer"])
+    status = evicted_status(evict, 1, now, [ObjectRef("Job", NS, "trainer")])
     assert status["phase"] == "Evicted" and status["charge"] is None and status["plan"] is None
-    assert status["requeueAt"] == "2026-01-01T13:00:30Z" and status["suspendedJobs"] == ["trainer"]
+    assert status["requeueAt"] == "2026-01-01T13:00:30Z" and status["suspended"] == [{"kind": "Job", "name": "trainer"}]
     assert status["conditions"][0]["reason"] == "NotBoundInTime"
 
 

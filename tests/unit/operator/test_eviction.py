@@ -67,7 +67,7 @@ def test_a_jobs_group_is_evicted_by_suspending_the_job_and_resumed_after_the_bac
         suspended = api.get_object("Job", NS, "trainer")
         assert suspended is not None and suspended["spec"]["suspend"] is True
         assert not [w for w in api.writes if w.method == "DELETE"]  # the Job controller removes its pods
-        assert record(api, "trainer")["suspendedJobs"] == ["trainer"]
+        assert record(api, "trainer")["suspended"] == [{"kind": "Job", "name": "trainer"}]
         clock.advance(29)
         await settle(operator)
         assert api.get_object("Job", NS, "trainer")["spec"]["suspend"] is True  # type: ignore[index]
@@ -75,7 +75,7 @@ def test_a_jobs_group_is_evicted_by_suspending_the_job_and_resumed_after_the_bac
         await settle(operator)
         resumed = api.get_object("Job", NS, "trainer")
         assert resumed is not None and resumed["spec"]["suspend"] is False
-        assert "suspendedJobs" not in record(api, "trainer")
+        assert "suspended" not in record(api, "trainer")
         await operator.cache.stop()
 
     asyncio.run(go())

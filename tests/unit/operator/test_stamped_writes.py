@@ -12,6 +12,7 @@ import pytest
 
 from admission.core.labels import EPOCH_ANNOTATION, GATE
 from admission.core.leadership import Epoch, annotated_epoch
+from admission.core.models import ObjectRef
 from admission.kube.client import KubeApiError
 from admission.operator.cache import OperatorCache
 from admission.operator.leader import LeadershipLost
@@ -115,7 +116,7 @@ def test_a_suspension_is_stamped_in_the_same_patch() -> None:
     api = FakeApi()
     api.add({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": NS},
              "spec": {"suspend": False}})
-    assert asyncio.run(writer(api, Term()).suspend_job(NS, "j", True))
+    assert asyncio.run(writer(api, Term()).suspend(ObjectRef("Job", NS, "j"), True))
     assert api.writes[0].body == {"metadata": {"annotations": {EPOCH_ANNOTATION: EPOCH.to_annotation()}},
                                   "spec": {"suspend": True}}
     assert stamp_of(api, "Job", "j") == EPOCH

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from admission.core.cycle import Wait, WaitReason
 from admission.core.cycle.preemption import NoVictims, Preemptor, candidates, holdings, preempted_status, victims_of
+from admission.core.models import ObjectRef
 from admission.core.quota import Amounts
 from tests.unit.cycle.cycle_builders import NS
 from tests.unit.preemption.scenes import NOW, Scene, queue, search
@@ -53,9 +54,9 @@ def test_the_spread_small_pods_free_quota_but_only_the_block_makes_the_gang_plac
 def test_the_victims_record_names_the_preemptor_and_requeues_at_once() -> None:
     cycle, _, plan = spread_scene().run()
     [(preempt, victim)] = victims_of(plan, cycle.groups)
-    status = preempted_status(preempt, victim, NOW, ["job-a"])
+    status = preempted_status(preempt, victim, NOW, [ObjectRef("Job", NS, "job-a")])
     assert status["phase"] == "Evicted" and status["charge"] is None and status["plan"] is None
-    assert status["requeueAt"] == "2026-03-01T12:00:00Z" and status["suspendedJobs"] == ["job-a"]
+    assert status["requeueAt"] == "2026-03-01T12:00:00Z" and status["suspended"] == [{"kind": "Job", "name": "job-a"}]
     [condition] = status["conditions"]
     assert condition["reason"] == "Preempted" and condition["status"] == "False"
     assert "preempted by group team/big (ClusterQueue main, priority 5)" in condition["message"]

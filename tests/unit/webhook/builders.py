@@ -38,7 +38,7 @@ class FakeLookups:
     jobs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     device_classes: dict[str, dict[str, Any]] = field(default_factory=dict)
     leases: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    owners: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    owners: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, ns, name)
     pod_groups: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     pending: dict[tuple[str, str], int] = field(default_factory=dict)
 
@@ -54,8 +54,10 @@ class FakeLookups:
     def quota_unit(self, name: str) -> Mapping[str, Any] | None:
         return self.units.get(name)
 
-    def job(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.jobs.get((namespace, name))
+    def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if kind == "Job" and (namespace, name) in self.jobs:
+            return self.jobs[(namespace, name)]
+        return self.owners.get((kind, namespace, name))
 
     def quota_units(self) -> list[Mapping[str, Any]]:
         return list(self.units.values())
@@ -65,9 +67,6 @@ class FakeLookups:
 
     def lease(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.leases.get((namespace, name))
-
-    def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.owners.get((kind, namespace, name))
 
     def pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.pod_groups.get((namespace, name))

@@ -256,7 +256,7 @@ def test_the_resources_both_caches_read_are_written_once() -> None:
     webhook = {resource.kind for resource, _ in WEBHOOK_RESOURCES}
     # PodGroups: the operator keeps them whole, the webhook their queue and phase (the cap on pending groups).
     assert operator & webhook == {resource.kind for resource in SHARED} | {"PodGroup"}
-    assert webhook - operator == {"Job"}
+    assert webhook == operator & webhook  # the owners' watches are added per enabled integration
     queue = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "status": {"pending": 1},
              "metadata": {"name": "q", "managedFields": [{}], "labels": {"a": "b"}}, "spec": {"cohort": "c"}}
     [kept_whole] = [project(queue) for resource, project in OPERATOR_RESOURCES if resource.kind == "ClusterQueue"]
@@ -318,3 +318,19 @@ def test_an_owner_that_does_not_answer_in_time_gives_no_owner(caplog: pytest.Log
 
     asyncio.run(asyncio.wait_for(go(), 2))
     assert "reading owner DaemonSet team/agent" in caplog.text and "the pod gets no exemption" in caplog.text
+
+
+def test_owner_watches_keep_what_the_owner_chain_and_shapes_read() -> None:
+    from admission.core.workloads import KINDS
+    from admission.kube.kinds import workload_resources
+    from admission.webhook.cache import owner_watches
+
+    owner = [{"apiVersion": "x/v1", "kind": "X", "name": "top", "controller": True}]
+    meta = {"name": "o", "namespace": "ns", "labels": {"draq.io/queue": "q"}, "ownerReferences": owner,
+            "managedFields": [{}]}
+    obj = {"metadata": meta, "spec": {"parallelism": 2, "template": {"spec": {}}, "replicas": 3}}
+    kept = {resource.kind: project(obj) for resource, project in owner_watches(workload_resources(KINDS))}
+    assert kept["Job"] == {"metadata": {k: meta[k] for k in ("name", "namespace", "labels", "ownerReferences")},
+                           "spec": {"parallelism": 2}}
+    assert "spec" not in kept["ReplicaSet"] and kept["ReplicaSet"]["metadata"]["ownerReferences"] == owner
+    assert kept["JobSet"]["spec"] == obj["spec"]

@@ -27,8 +27,9 @@ from admission.core.cycle.status import ADMITTED_CONDITION, condition
 from admission.core.cycle.timing import format_time
 from admission.core.cycle.types import CycleInput, CycleResult, Preempt, Preemptions, Wait, WaitReason
 from admission.core.errors import DraqError
+from admission.core.models import ObjectRef
 from admission.core.nodefit import NodeUsage
-from admission.core.quota import GroupObjects, Phase, Placement, charge_group
+from admission.core.quota import GroupObjects, Phase, Placement, charge_group, suspended_status
 
 PREEMPTED = "Preempted"
 PREEMPTABLE = frozenset({WaitReason.QUOTA, WaitReason.DEVICES, WaitReason.NODES})
@@ -108,7 +109,7 @@ def nodes_after(cycle: CycleInput, result: CycleResult) -> NodeUsage:
 
 # ----- what the victims' records say ------------------------------------------------------------------
 def preempted_status(preempt: Preempt, victim: GroupView, now: dt.datetime,
-                     suspended_jobs: Iterable[str] = ()) -> dict[str, Any]:
+                     suspended: Iterable[ObjectRef] = ()) -> dict[str, Any]:
     """The durable record of a preemption, written before any member is removed: phase Evicted, charge
     and plan cleared, requeued at once (no backoff: the group did nothing wrong)."""
     stamp = format_time(now)
@@ -116,7 +117,7 @@ def preempted_status(preempt: Preempt, victim: GroupView, now: dt.datetime,
     message = preempted_message(preempt, victim)
     return {"phase": Phase.EVICTED.value, "message": message, "members": len(victim.pods),
             "evictions": evictions, "requeueAt": stamp, "charge": None, "plan": None,
-            "suspendedJobs": sorted(suspended_jobs) or None,
+            "suspended": suspended_status(suspended), "suspendedJobs": None,
             "conditions": [condition(ADMITTED_CONDITION, False, PREEMPTED, message, stamp)]}
 
 
