@@ -28,11 +28,12 @@ from typing import Any
 
 from admission.localcluster import build, pki
 
-# Enough controllers for DRA, Jobs, quota and namespace clean-up. The node-lifecycle controller is
+# Enough controllers for DRA, the built-in workloads (Jobs, Deployments, StatefulSets), quota and namespace
+# clean-up. The node-lifecycle controller is
 # left out on purpose: hand-made Nodes have no heartbeat, so it would mark them NotReady and evict.
 CONTROLLERS = tuple(f"{name}-controller" for name in (
     "serviceaccount", "serviceaccount-token", "resourceclaim", "garbage-collector", "namespace",
-    "resourcequota", "job", "replicaset", "deployment", "pod-garbage-collector",
+    "resourcequota", "job", "replicaset", "deployment", "statefulset", "pod-garbage-collector",
     "clusterrole-aggregation", "root-ca-certificate-publisher", "ttl-after-finished",
 ))
 ALPHA_DRA_GATES = ("DRAConsumableCapacity", "DRAExtendedResource", "DRAPartitionableDevices",

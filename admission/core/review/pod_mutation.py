@@ -27,7 +27,9 @@ def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = D
     member = membership(pod, lookups, policy.workload_kinds) if isinstance(pod, Mapping) else Membership()
     queue = _queue(pod, namespace_labels, member)
     if queue is None or pod is None or not isinstance(pod.get("spec"), Mapping):
-        return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))
+        # An owner not read yet may carry the queue label: ask for it too.
+        unread = [member.missing] if member.missing is not None and namespace_is_managed(namespace_labels) else []
+        return Decision.allow(missing=[*maybe_stale_namespace(request, namespace_labels), *unread])
     labels, warnings, missing = _labels_to_add(request, pod, queue, member)
     patch = [*_label_patch(pod, labels), *_gate_patch(pod)]
     if policy.native_gangs:
