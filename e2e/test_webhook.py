@@ -234,6 +234,26 @@ def test_job_pods_form_a_group_named_after_the_job(control_plane: ControlPlane, 
         assert gates_of(member) == [GATE]
 
 
+def owned_pods(control_plane: ControlPlane, namespace: str, selector: str, count: int) -> list[dict[str, Any]]:
+    def found() -> list[dict[str, Any]] | None:
+        items = get(control_plane, "pods", "-n", namespace, "-l", selector)["items"]
+        return items if len(items) == count else None
+
+    return until(f"{count} pods with {selector}", found, timeout=60)
+
+
+def test_a_jobs_queue_label_reaches_its_pods(control_plane: ControlPlane, managed: str) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "labelled", "labels": {"draq.io/queue": "gpu"}},
+           "spec": {"parallelism": 2, "template": {"spec": {
+               "restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.example/app:1"}]}}}}
+    assert create(control_plane, job, "-n", managed).returncode == 0
+    for member in owned_pods(control_plane, managed, "batch.kubernetes.io/job-name=labelled", 2):
+        labels = member["metadata"]["labels"]
+        assert (labels["draq.io/queue"], labels["draq.io/pod-group"], labels["draq.io/group-min"]) == (
+            "gpu", "labelled", "2")
+
+
 def test_pod_naming_a_missing_queue_is_refused(control_plane: ControlPlane, managed: str) -> None:
     result = create(control_plane, pod("lost", {"draq.io/queue": "nope"}), "-n", managed)
     assert result.returncode != 0

@@ -29,7 +29,9 @@ def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = D
     queue = None if route.exemption.exempt else _queue(pod, namespace_labels, member)
     if queue is None or pod is None or not isinstance(pod.get("spec"), Mapping):
         # The validating webhook refuses a pod that uses devices outside a queue where the policy says so.
-        return Decision.allow(missing=maybe_stale_namespace(request, namespace_labels))
+        # An owner not read yet may carry the queue label: ask for it too.
+        unread = [member.missing] if member.missing is not None and namespace_is_managed(namespace_labels) else []
+        return Decision.allow(missing=[*maybe_stale_namespace(request, namespace_labels), *unread])
     labels, warnings, missing = _labels_to_add(request, pod, queue, member)
     if route.exemption.note:
         warnings.append(f"{request.describe()} waits in LocalQueue {queue.name} like any pod: {route.exemption.note}")
