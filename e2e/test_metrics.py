@@ -177,12 +177,12 @@ def service_account_kubeconfig(control_plane: ControlPlane, directory: Path) -> 
     return path
 
 
-def start_draq(kubeconfig: Path, log: Path) -> DraqProcess:
+def start_draq(kubeconfig: Path, log: Path, *extra: str) -> DraqProcess:
     webhook_port, metrics_port = free_port(), free_port()
     argv = [sys.executable, "-m", "admission.cli.main", "run", "--kubeconfig", str(kubeconfig),
             "--no-leader-election", "--debounce", "0.05", "--webhook-host", "127.0.0.1",
             "--webhook-port", str(webhook_port), "--webhook-url", f"https://127.0.0.1:{webhook_port}",
-            "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics_port)]
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics_port), *extra]
     with log.open("wb") as sink:
         process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -112,6 +112,7 @@ class KubeApi:
         self._credentials = credentials
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._watch_session: aiohttp.ClientSession | None = None
         self._server_time: dt.datetime | None = None
 
     def server_time(self) -> dt.datetime | None:
@@ -124,14 +125,24 @@ class KubeApi:
         await self.close()
 
     def _http(self) -> aiohttp.ClientSession:
+        """Requests: at most 16 at once."""
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self._credentials.ssl_context, limit=16)
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
+    def _watches(self) -> aiohttp.ClientSession:
+        """Watches, apart from requests: each holds its connection for minutes, and a cache watches as many
+        kinds as are enabled, so they must never wait for (or starve) the requests' connections."""
+        if self._watch_session is None or self._watch_session.closed:
+            connector = aiohttp.TCPConnector(ssl=self._credentials.ssl_context, limit=0)
+            self._watch_session = aiohttp.ClientSession(connector=connector)
+        return self._watch_session
+
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in (self._session, self._watch_session):
+            if session is not None:
+                await session.close()
 
     async def request(
         self, method: str, path: str, body: Mapping[str, Any] | list[dict[str, Any]] | None = None,
@@ -194,7 +205,7 @@ class KubeApi:
             "timeoutSeconds": str(timeout_seconds),
         }
         timeout = aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
-        async with self._http().get(
+        async with self._watches().get(
             self._credentials.host + path, params=params, headers=self._credentials.headers(), timeout=timeout
         ) as response:
             if response.status >= 400:
