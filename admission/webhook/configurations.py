@@ -140,8 +140,12 @@ def mutating_configuration(target: WebhookTarget, ca_bundle: bytes, draq_namespa
     pods = [_rule("", ["v1"], ["pods"], ["CREATE"])]
     webhooks = []
     for scope in scopes(draq_namespace):
+        # In opt-in namespaces a pod without a queue label of its own may take its top-level owner's (a JobSet's,
+        # a RayCluster's): owned pods are sent too, which an objectSelector cannot say.
+        conditions = [owned_or_queued_condition()] if scope.queue_labelled_only else []
         webhook = _webhook("gate-pods", client, pods, scope, failure_policy="Fail",
-                           timeout=POD_TIMEOUT_SECONDS)
+                           timeout=POD_TIMEOUT_SECONDS, match_conditions=conditions,
+                           object_selector=not scope.queue_labelled_only)
         webhook["reinvocationPolicy"] = "IfNeeded"  # a later mutation that drops the gate gets it back
         webhooks.append(webhook)
     return _configuration("MutatingWebhookConfiguration", MUTATING_NAME, webhooks)
@@ -217,6 +221,12 @@ def stamped_condition() -> dict[str, str]:
         return f"(has({obj}.metadata.annotations) && {key} in {obj}.metadata.annotations)"
     return {"name": "stamped",
             "expression": f"request.operation == 'DELETE' ? {stamped('oldObject')} : {stamped('object')}"}
+
+
+def owned_or_queued_condition() -> dict[str, str]:
+    """A pod that names a queue, or has an owner whose queue label it may take."""
+    owned = "(has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0)"
+    return {"name": "queued-or-owned", "expression": f"{_has_label('object', QUEUE_LABEL)} || {owned}"}
 
 
 def pod_condition(scope: Scope) -> dict[str, str]:

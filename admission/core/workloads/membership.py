@@ -20,6 +20,7 @@ from admission.core.workloads.shapes import RoleSpec
 
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 _MAX_CHAIN = 8  # owner chains are short; a longer one is a loop
 
 
@@ -126,6 +127,10 @@ def _replica_group(namespace: str, labels: Mapping[str, str], statefulset: str, 
     """A LeaderWorkerSet replica group: the leader (owned by StatefulSet `<lws>`) and its workers (owned by
     StatefulSet `<lws>-<index>`, which the leader pod owns)."""
     name, index = labels[LWS_NAME_LABEL], labels.get(LWS_GROUP_INDEX_LABEL, "")
+    if not index and statefulset == name:
+        # A leader, before the LWS pod webhook has labelled it (or without that webhook): its index in the
+        # leader StatefulSet is its group's, and the StatefulSet controller labels it at creation.
+        index = labels.get(STATEFULSET_POD_INDEX_LABEL, "")
     if not index.isdigit() or statefulset not in (name, f"{name}-{index}"):
         return Membership(problem=(
             f"labels {LWS_NAME_LABEL}={name!r}, {LWS_GROUP_INDEX_LABEL}={index!r} contradict the pod's owner "

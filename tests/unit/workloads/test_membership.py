@@ -196,3 +196,24 @@ def test_an_owner_loop_ends() -> None:
     store = Store(a, b)
     membership(pod("p", owner_ref("batch/v1", "Job", "a")), store, ALL)
     assert len(store.reads) <= 8
+
+
+def test_a_leader_without_the_group_index_label_takes_its_pod_index() -> None:
+    from admission.core.workloads import membership as member_of
+
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "serve", "namespace": "ns", "uid": "u1", "labels": {"draq.io/queue": "lq"}},
+           "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "workerTemplate": {"spec": {}}}}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "serve-1", "namespace": "ns",
+                        "labels": {"leaderworkerset.sigs.k8s.io/name": "serve", "apps.kubernetes.io/pod-index": "1"},
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "serve",
+                                             "uid": "s1", "controller": True}]},
+           "spec": {}}
+
+    class Owners:
+        def owner(self, kind: str, namespace: str, name: str) -> dict[str, object] | None:
+            return lws if (kind, name) == ("LeaderWorkerSet", "serve") else None
+
+    found = member_of(pod, Owners(), frozenset({"LeaderWorkerSet", "StatefulSet"}))
+    assert (found.group, found.queue, found.minimum, found.problem) == ("serve-1", "lq", 3, "")
