@@ -174,12 +174,15 @@ def validating_configuration(
     own = Scope("objects", {"matchExpressions": [_not_system(draq_namespace)]}, {})
     webhooks.append(_webhook("queues", client, queues, own, failure_policy="Ignore",
                              timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[not_draq]))
-    # The fence: draq's own PodGroup status writes must carry the current leader's epoch.
+    # PodGroup status is draq's record: anyone else's write is refused, and draq's own must carry the current
+    # leader's epoch (the fence).
     fenced = [_rule(API_GROUP, [API_GROUP_VERSION], ["podgroups/status"], ["UPDATE"])]
     is_draq = {"name": "draq", "expression": f"request.userInfo.username == {_cel_string(draq_user)}"}
-    with_epoch = {"name": "with-epoch", "expression": "has(object.status) && has(object.status.epoch)"}
+    others_or_epoch = {"name": "others-or-with-epoch",
+                       "expression": f"request.userInfo.username != {_cel_string(draq_user)} || "
+                                     "(has(object.status) && has(object.status.epoch))"}
     webhooks.append(_webhook("podgroup-status", client, fenced, own, failure_policy="Fail",
-                             timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[is_draq, with_epoch]))
+                             timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[others_or_epoch]))
     # The same fence on draq's releases, evictions and suspensions: stamped pods and Jobs.
     members = [_rule("", ["v1"], ["pods"], ["UPDATE", "DELETE"]), _rule("batch", ["v1"], ["jobs"], ["UPDATE"])]
     webhooks.append(_webhook("fenced-writes", client, members, own, failure_policy="Fail",

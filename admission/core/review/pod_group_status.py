@@ -17,8 +17,12 @@ from admission.core.review.readers import mapping
 
 
 def validate_pod_group_status(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
-    if request.operation != "UPDATE" or request.username != policy.draq_user:
+    if request.operation != "UPDATE":
         return Decision.allow()
+    if request.username != policy.draq_user:
+        return Decision.deny(
+            f"{request.describe()}, field status: only draq ({policy.draq_user}) writes PodGroup status: its phase, "
+            "charge and plan are draq's admission record. Change the group's pods or spec instead", "Forbidden", 403)
     try:
         written = read_epoch(mapping(mapping(request.object).get("status")).get(EPOCH_FIELD))
     except InvalidInput as err:

@@ -89,7 +89,6 @@ def test_a_lease_that_cannot_be_read_refuses_the_write_and_asks_for_it() -> None
 
 def test_writes_that_are_not_fenced() -> None:
     none = lookups()
-    assert validate(status_update(group(epoch()), username="kubernetes-admin"), none, POLICY).allowed
     assert validate(status_update(group(None)), none, POLICY).allowed  # draq without leader election
     malformed = group(None)
     malformed["status"]["epoch"] = {"holder": "draq-0", "leaseTransitions": "4"}
@@ -146,7 +145,14 @@ def test_the_fence_webhook_is_called_for_draqs_status_writes_with_an_epoch_and_f
     old = group(None, "Pending")
     assert conditions_hold(webhook, "UPDATE", group(epoch()), old, DEFAULT_DRAQ_USER)
     assert not conditions_hold(webhook, "UPDATE", group(None), old, DEFAULT_DRAQ_USER)
-    assert not conditions_hold(webhook, "UPDATE", group(epoch()), old, "kubernetes-admin")
+    # Anyone else's status write is sent too, and refused (`test_only_draq_writes_pod_group_status`).
+    assert conditions_hold(webhook, "UPDATE", group(epoch()), old, "kubernetes-admin")
+
+
+def test_only_draq_writes_pod_group_status() -> None:
+    decision = validate(status_update(group(epoch()), username="kubernetes-admin"), lookups(), POLICY)
+    assert not decision.allowed and decision.code == 403
+    assert "only draq (system:serviceaccount:draq-system:draq) writes PodGroup status" in decision.message
 
 
 class LeaseApi:
