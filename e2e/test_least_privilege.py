@@ -29,6 +29,7 @@ import yaml
 from kubernetes import client, config
 
 from admission.core.labels import GATE, GROUP_LABEL, MANAGED_LABEL, QUEUE_LABEL
+from admission.core.models import ObjectRef
 from admission.kube.client import KubeApi, KubeApiError, load_credentials
 from admission.localcluster import helm as helm_build
 from admission.localcluster.controlplane import ControlPlane
@@ -232,8 +233,8 @@ def test_draqs_own_writes_pass(enforced: Setting, api: Any) -> None:
             await writer.ensure_pod_group(enforced.work, "member", 1, "lq")
             status = await writer.pod_group_status(enforced.work, "member", {"phase": "Pending"})
             released = await writer.ungate(enforced.work, "member", None, node="node-0")
-            assert await writer.suspend_job(enforced.work, "train", False)
-            assert await writer.suspend_job(enforced.work, "train", True)
+            assert await writer.suspend(ObjectRef("Job", enforced.work, "train"), False)
+            assert await writer.suspend(ObjectRef("Job", enforced.work, "train"), True)
             assert await writer.delete_pod(enforced.work, "evicted")
             return released, status
 

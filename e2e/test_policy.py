@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from admission.core.labels import DEFAULT_DRAQ_USER
 from admission.localcluster.controlplane import ControlPlane, free_port
 from e2e.test_webhook import (
     GATE,
@@ -160,8 +161,9 @@ def pod_group(name: str, ns: str) -> dict[str, Any]:
 def test_a_pod_past_the_pending_cap_is_refused(control_plane: ControlPlane, webhook: Webhook) -> None:
     ns = namespace_with_queue(control_plane, webhook, {"draq.io/managed": "true"})
     apply(control_plane, pod_group("running", ns))
+    # Only draq writes PodGroup status (the webhook refuses anyone else): written as draq's ServiceAccount.
     control_plane.kubectl("patch", "podgroup.draq.io/running", "-n", ns, "--subresource=status", "--type=merge",
-                          "-p", json.dumps({"status": {"phase": "Running"}}))
+                          "-p", json.dumps({"status": {"phase": "Running"}}), f"--as={DEFAULT_DRAQ_USER}")
     for index in range(CAP):
         apply(control_plane, pod_group(f"waiting-{index}", ns))
 

@@ -20,6 +20,7 @@ from admission.localcluster.integrations import WorkloadControllers
 
 POD = {"containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "10m"}}}]}
 JOB_POD = {"template": {"spec": {**POD, "restartPolicy": "Never"}}}
+NOWHERE_POD = {"template": {"spec": {**POD, "restartPolicy": "Never", "nodeSelector": {"example.com/none": "x"}}}}
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +77,9 @@ def test_jobset_in_order_waits_for_ready_jobs(
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {"name": "ordered", "namespace": namespace},
         "spec": {"startupPolicy": {"startupPolicyOrder": "InOrder"}, "replicatedJobs": [
-            {"name": "first", "template": {"spec": JOB_POD}}, {"name": "second", "template": {"spec": JOB_POD}}]}})
+            {"name": "first", "template": {"spec": NOWHERE_POD}}, {"name": "second", "template": {"spec": JOB_POD}}]}})
     _until("the first Job", lambda: client.BatchV1Api(api).list_namespaced_job(namespace).items)
-    time.sleep(2)  # no node runs the first Job's pod: the second must not appear
+    time.sleep(2)  # no node can run the first Job's pod: the second must not appear
     assert [j.metadata.name for j in client.BatchV1Api(api).list_namespaced_job(namespace).items] == ["ordered-first-0"]
 
 

@@ -26,6 +26,7 @@ from admission.core.quota import (
     ClusterQueue,
     CompiledUnit,
     DraCel,
+    LocalQueue,
     PodGroup,
     QueueState,
     Unreadable,
@@ -140,7 +141,8 @@ class CacheReader:
         local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue)}
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
         # An untraceable record whose last sealed one is known holds what that one holds (`counted_record`).
-        bad = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None else b for b in self._bad("PodGroup")]
+        bad = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None
+               else _own_queue(b, group_manifests, local_queues) if b.unsealed else b for b in self._bad("PodGroup")]
         bad += [b for kind in ("ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
@@ -372,6 +374,18 @@ class CacheReader:
         if (what, version) not in self._warned:
             self._warned.add((what, version))
             log.warning(message, *args)
+
+
+def _own_queue(bad: Unreadable, manifests: list[Mapping[str, Any]],
+               local_queues: Mapping[str, LocalQueue]) -> Unreadable:
+    """An untraceable record whose last sealed one this process never saw may hold quota only where its own
+    LocalQueue admits, whatever ClusterQueue it names: a forged record must not stop another tenant's queue
+    (or every queue, when it names none)."""
+    manifest = next((m for m in manifests if f"{_meta(m).get('namespace')}/{_meta(m).get('name')}" == bad.key), {})
+    spec = manifest.get("spec")
+    queue = spec.get("queue") if isinstance(spec, Mapping) else None
+    local = local_queues.get(f"{_meta(manifest).get('namespace')}/{queue}") if isinstance(queue, str) else None
+    return replace(bad, holds_quota_in=local.cluster_queue if local is not None else "")
 
 
 def _pod_or_none(manifest: Mapping[str, Any]) -> Pod | None:
