@@ -11,6 +11,7 @@ import atexit
 import base64
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -94,8 +95,21 @@ class Ports:
     scheduler: int
 
 
+# Below Linux's ephemeral range (32768-60999 by default): a port the kernel may hand to an outgoing
+# connection between our choice and the component's bind would make it fail with "address in use".
+_LISTEN_PORTS = range(20000, 32000)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port on 127.0.0.1 that nothing listens on now, outside the range outgoing connections use."""
+    for port in random.sample(_LISTEN_PORTS, 64):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # all taken: let the kernel choose
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
