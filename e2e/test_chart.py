@@ -329,7 +329,7 @@ def values_file(path: Path, work: str, unique: str, nominal: int, **extra: Any) 
                    "quotaUnits": [{"name": f"gpus-{unique}", "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}}],
                    "clusterQueues": [{"name": f"cq-{unique}", "spec": {
                        "namespaceSelector": {}, "quotas": [{"unit": f"gpus-{unique}", "nominal": nominal}],
-                       "bindTimeoutSeconds": 10}}],
+                       "bindTimeoutSeconds": 20}}],
                    "localQueues": [{"name": "lq", "namespace": work, "spec": {"clusterQueue": f"cq-{unique}"}}]},
         **extra,
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from admission.core.review import JsonObject, ObjectRef
@@ -208,21 +208,9 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
         """A pod's controller owner, read live with a short timeout; None (no exemption) on any failure."""
         if now - self._recent_misses.get(ref, -1e9) < self._miss_memory:
             return None
-        try:
-            path = OWNER_RESOURCES[ref.kind].object_path(ref.namespace, ref.name)
-            obj = await asyncio.wait_for(self._api.get(path), self._owner_timeout)
-        except InvalidName as err:
-            log.info("not reading owner %s: %s", ref, err)
-            self._recent_misses[ref] = now
-            return None
-        except KubeApiError as err:
-            if err.status == 404:
-                self._recent_misses[ref] = now
-            else:
-                log.warning("reading owner %s: %s; the pod gets no exemption", ref, err)
-            return None
-        except (TimeoutError, OSError) as err:
-            log.warning("reading owner %s: %s; the pod gets no exemption", ref, err or "timed out")
+        obj = await self._read(ref, lambda: OWNER_RESOURCES[ref.kind].object_path(ref.namespace, ref.name), now,
+                               "reading owner", "; the pod gets no exemption", self._owner_timeout)
+        if obj is None:
             return None
         projected = {"metadata": _kept_metadata(obj)}
         if (projected["metadata"].get("namespace"), projected["metadata"].get("name")) != (ref.namespace, ref.name):
@@ -232,24 +220,30 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
 
     async def _fetch_one(self, reflector: Reflector, ref: ObjectRef, now: float) -> dict[str, Any] | None:
         resource = reflector.resource
-        try:
-            path = resource.object_path(ref.namespace if resource.namespaced else None, ref.name)
-            obj = await self._api.get(path)
-        except InvalidName as err:
-            log.info("not fetching %s %s/%s: %s", ref.kind, ref.namespace, ref.name, err)
-            self._recent_misses[ref] = now
+        namespace = ref.namespace if resource.namespaced else None
+        obj = await self._read(ref, lambda: resource.object_path(namespace, ref.name), now, "fetching")
+        if obj is None:
             return None
+        projected = reflector.projected(obj)
+        if reflector.key(projected) != (namespace or "", ref.name):
+            log.warning("fetching %s answered a different object; ignored", ref)
+            return None
+        return projected
+
+    async def _read(self, ref: ObjectRef, path: Callable[[], str], now: float, doing: str, outcome: str = "",
+                    timeout: float | None = None) -> dict[str, Any] | None:
+        """GET one object; None when it cannot be read. A name the API would refuse, or a 404, is remembered
+        as missing for a moment; other failures are logged (`doing` and `outcome` make the line)."""
+        try:
+            return await asyncio.wait_for(self._api.get(path()), timeout)
+        except InvalidName as err:
+            log.info("not %s %s: %s", doing, ref, err)
+            self._recent_misses[ref] = now
         except KubeApiError as err:
             if err.status == 404:
                 self._recent_misses[ref] = now
             else:
-                log.warning("fetching %s: %s", ref, err)
-            return None
+                log.warning("%s %s: %s%s", doing, ref, err, outcome)
         except (TimeoutError, OSError) as err:
-            log.warning("fetching %s: %s", ref, err)
-            return None
-        projected = reflector.projected(obj)
-        if reflector.key(projected) != ((ref.namespace if resource.namespaced else ""), ref.name):
-            log.warning("fetching %s answered a different object; ignored", ref)
-            return None
-        return projected
+            log.warning("%s %s: %s%s", doing, ref, err or "timed out", outcome)
+        return None
