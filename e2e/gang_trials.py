@@ -167,17 +167,22 @@ def generate(seed: int, node_count: int = 6, group_count: int = 5) -> Trial:
     return trial
 
 
-def filler(node: TrialNode, namespace: str) -> list[dict[str, Any]]:
-    """An unmanaged pod on `node` holding `filler_gpus` GPUs (fragmentation draq must see)."""
+def filler(node: TrialNode, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An unmanaged pod on `node` holding `filler_gpus` GPUs (fragmentation draq must see), and its claim.
+
+    The claim is a ResourceClaim of its own rather than a template's, so it can exist before the pod: a
+    pod whose claim the scheduler has not seen yet is held at PreEnqueue until the claim's event arrives,
+    and a test's set-up should not depend on that ordering.
+    """
     name = f"{node.name}-filler"
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"spec": {"devices": {"requests": [
-                    {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": node.filler_gpus}}]}}}}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": namespace},
+             "spec": {"devices": {"requests": [
+                 {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": node.filler_gpus}}]}}}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
            "spec": {"nodeSelector": {"kubernetes.io/hostname": node.name},
                     "tolerations": [{"operator": "Exists"}],
                     "containers": [{"name": "main", "image": "registry.example/infer:1",
                                     "resources": {"requests": {"cpu": "2"}, "claims": [{"name": "gpus"}]}}],
-                    "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": name}]}}
-    return [template, pod]
+                    "resourceClaims": [{"name": "gpus", "resourceClaimName": name}]}}
+    return claim, pod

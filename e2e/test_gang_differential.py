@@ -83,11 +83,15 @@ def build_nodes(api: Any, nodesim: NodeSimulator, trial: Trial) -> None:
 def place_fillers(control_plane: ControlPlane, api: Any, trial: Trial, namespace: str) -> None:
     core = client.CoreV1Api(api)
     fillers = [n for n in trial.nodes if n.filler_gpus]
+    made = [gang_trials.filler(node, namespace) for node in fillers]
+    if made:
+        apply(control_plane, *(claim for claim, _ in made))
+        apply(control_plane, *(pod for _, pod in made))
     for node in fillers:
-        apply(control_plane, *gang_trials.filler(node, namespace))
-    for node in fillers:
+        assert not control_plane.exited_components(), control_plane.exited_components()
         until(f"filler on {node.name} running", lambda n=node: core.read_namespaced_pod(f"{n.name}-filler", namespace),
-              accept=lambda p: p.status.phase == "Running", timeout=60)
+              accept=lambda p: p.status.phase == "Running" or control_plane.exited_components(), timeout=60)
+        assert not control_plane.exited_components(), control_plane.exited_components()
 
 
 def decided(api: Any, namespace: str, group: str) -> dict[str, Any] | None:
@@ -202,10 +206,11 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
         if all(p.spec.node_name for p in pods):
             reason = (records[group.name]["status"].get("conditions") or [{}])[0].get("message", "")
             problems.append(f"{group.name}: draq keeps it waiting ({reason}) but the scheduler bound every member")
-        remove(core, namespace, verdicts(core, namespace, group.members))
-        if native:
+        if native:  # the Workload first, as draq evicts (Writer.remove_workload says why)
             client.CustomObjectsApi(api).delete_namespaced_custom_object(
                 "scheduling.k8s.io", "v1alpha1", namespace, "workloads", workload_name(group.name))
+            time.sleep(1)  # for the scheduler's informer to see it gone; nothing to observe it by
+        remove(core, namespace, verdicts(core, namespace, group.members))
     print(f"trial {trial.id} (seed {trial.seed}): {len(admitted)} admitted "
           f"(members {[(g.size, g.placement) for g in admitted]}), "
           f"{len(waiting)} waiting (members {[(g.size, g.placement) for g in waiting]}), "

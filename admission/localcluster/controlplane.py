@@ -264,6 +264,11 @@ class ControlPlane:
         finally:
             os.kill(process.pid, signal.SIGCONT)
 
+    def exited_components(self) -> dict[str, str]:
+        """Each component that has exited since it started, with its exit code and the tail of its log."""
+        return {c.name: f"exit {code}; log {c.log}:\n{c.log_tail(30)}"
+                for c in self.components if (code := c.exited()) is not None}
+
     def _health_url(self, name: str) -> str:
         assert self.ports is not None
         return {"etcd": f"http://127.0.0.1:{self.ports.etcd_client}/health",

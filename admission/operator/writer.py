@@ -21,7 +21,7 @@ from admission.core.cycle import pinned_affinity
 from admission.core.labels import API_VERSION, EPOCH_ANNOTATION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
 from admission.core.models import ObjectRef
-from admission.core.native_gangs import workload
+from admission.core.native_gangs import workload, workload_name
 from admission.core.quota import SEAL_FIELD, SealCheck, check_seal, merged_status, seal_record
 from admission.core.workloads import BY_KIND
 from admission.kube import kinds
@@ -160,6 +160,18 @@ class Writer:
             await self.api.create(kinds.WORKLOADS.collection_path(namespace), workload(namespace, group, min_member))
         except KubeApiError as err:
             if err.status != 409:
+                raise
+
+    async def remove_workload(self, namespace: str, group: str) -> None:
+        """Delete a group's native gang (Workload) before its members are removed; one already gone is fine.
+
+        kube-scheduler 1.35's gang plugin keeps a member deleted while it waits at Permit in its list of
+        unscheduled members, and dereferences it when another member of the gang reaches Permit (the
+        scheduler exits). Without the Workload that member's Permit stops before that list is read."""
+        try:
+            await self.api.delete(kinds.WORKLOADS.object_path(namespace, workload_name(group)))
+        except KubeApiError as err:
+            if err.status != 404:
                 raise
 
     async def delete_pod(self, namespace: str, name: str) -> bool:

@@ -166,6 +166,7 @@ WRITER_CALLS = {
     "pod_group_status": lambda w: w.pod_group_status(NS, "g", {"phase": "Pending"}),
     "ungate": lambda w: w.ungate(NS, "p", None, node="node-0"),
     "ensure_workload": lambda w: w.ensure_workload(NS, "g", 2),
+    "remove_workload": lambda w: w.remove_workload(NS, "g"),
     "delete_pod": lambda w: w.delete_pod(NS, "gone"),
     "suspend": lambda w: w.suspend(ObjectRef("Job", NS, "job"), True),
     "cluster_queue_status": lambda w: w.cluster_queue_status("main", {"pendingGroups": 0}),
@@ -201,7 +202,7 @@ def test_every_write_of_the_writer_is_granted() -> None:
 
     requests = asyncio.run(go())
     assert {r.verb for r in requests} >= {"create", "patch", "delete"}
-    assert ("create", "workloads") in {(r.verb, r.resource) for r in requests}
+    assert {("create", "workloads"), ("delete", "workloads")} <= {(r.verb, r.resource) for r in requests}
     assert denied(requests) == []
 
 

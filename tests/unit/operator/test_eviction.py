@@ -108,3 +108,25 @@ def test_an_eviction_interrupted_after_its_record_is_finished() -> None:
         await operator.cache.stop()
 
     asyncio.run(go())
+
+
+def test_a_native_gangs_workload_is_deleted_before_its_members() -> None:
+    async def go() -> None:
+        api, clock = cluster(), FakeClock()
+        members = gang("native", 2, 4)
+        for manifest in members:
+            if manifest["kind"] == "Pod":
+                manifest["spec"]["workloadRef"] = {"name": "native", "podGroup": "members"}
+        api.add(*members)
+        operator = await started(api, clock)
+        await settle(operator)
+        assert record(api, "native")["phase"] == "Admitted"
+        assert [w for w in api.writes if w.method == "POST" and w.path.endswith("/workloads")]
+        clock.advance(301)
+        await settle(operator)
+        deletes = [w.path for w in api.writes if w.method == "DELETE"]
+        workload = f"/apis/scheduling.k8s.io/v1alpha1/namespaces/{NS}/workloads/native"
+        assert deletes[0] == workload and len(deletes) == 3, deletes
+        await operator.cache.stop()
+
+    asyncio.run(go())
