@@ -38,14 +38,7 @@ from admission.core.quota import (
     parse_sealed_pod_group,
     unreadable,
 )
-from admission.core.workloads import (
-    LWS_GROUP_INDEX_LABEL,
-    LWS_NAME_LABEL,
-    STATEFULSET_POD_INDEX_LABEL,
-    Membership,
-    controller_of,
-    membership,
-)
+from admission.core.workloads import LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, Membership, controller_of, membership
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.reflector import Key
 from admission.operator.cache import OperatorCache
@@ -430,12 +423,11 @@ class _CacheOwners:
 
 
 def _chain_key(pod: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a pod's owner chain depends on: pods alike in it share one walk. A LeaderWorkerSet leader without
-    the group-index label takes its group from its StatefulSet pod index, so that index is part of it."""
+    """What a pod's owner chain depends on: pods alike in it share one walk."""
     owner = controller_of(pod)
     labels = _meta(pod).get("labels") or {}
     spec = pod.get("spec")
     ref = spec.get("workloadRef") if isinstance(spec, Mapping) else None
     return (_meta(pod).get("namespace"), owner.get("apiVersion"), owner.get("kind"), owner.get("name"),
-            labels.get(LWS_NAME_LABEL), labels.get(LWS_GROUP_INDEX_LABEL), labels.get(STATEFULSET_POD_INDEX_LABEL),
+            labels.get(LWS_NAME_LABEL), labels.get(LWS_GROUP_INDEX_LABEL),
             tuple(sorted(ref.items())) if isinstance(ref, Mapping) else None)

@@ -71,7 +71,6 @@ PUBLIC = {
     ],
     "admission.core.workloads": [
         "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
-        "STATEFULSET_POD_INDEX_LABEL",
         "Grouping", "Membership", "Owners", "RoleSpec",
         "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
     ],

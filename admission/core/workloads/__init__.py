@@ -15,7 +15,6 @@ from admission.core.workloads.kinds import (
 from admission.core.workloads.membership import (
     LWS_GROUP_INDEX_LABEL,
     LWS_NAME_LABEL,
-    STATEFULSET_POD_INDEX_LABEL,
     Membership,
     Owners,
     controller_of,
@@ -25,6 +24,6 @@ from admission.core.workloads.shapes import RoleSpec, job_size
 
 __all__ = [
     "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
-    "STATEFULSET_POD_INDEX_LABEL", "Grouping", "Membership", "Owners", "RoleSpec",
+    "Grouping", "Membership", "Owners", "RoleSpec",
     "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
 ]
