@@ -72,7 +72,8 @@ PUBLIC = {
     "admission.core.workloads": [
         "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
         "Grouping", "Membership", "Owners", "RoleSpec",
-        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
+        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "walk_key",
+        "with_required",
     ],
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"
