@@ -367,3 +367,35 @@ def test_what_a_member_must_share_with_its_role_template() -> None:
     elsewhere: Pod = model(pod("x", NS, templates={"gpu": WORKER_GPUS}, requests={"cpu": "1"},
                                node_selector={"zone": "b"}))
     assert not any(matches(p, template) for p in (other_cpu, other_claim, elsewhere))
+
+
+def test_the_api_servers_default_tolerations_do_not_make_a_member_differ() -> None:
+    """The API server adds not-ready and unreachable NoExecute tolerations to every pod that has none; the
+    template, never admitted, lacks them."""
+    template = template_pod()
+    defaults = [{"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")]
+    admitted: Pod = model({**(w := worker("js-w-0")), "spec": {**w["spec"], "tolerations": defaults}})
+    assert matches(admitted, template)
+    gpu_toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    tolerant: Pod = model({**w, "spec": {**w["spec"], "tolerations": [*defaults, gpu_toleration]}})
+    assert not matches(tolerant, template)  # a toleration of its own still counts
+    everything = dataclasses.replace(template, tolerations=model(
+        {**w, "spec": {**w["spec"], "tolerations": [{"operator": "Exists"}]}}).tolerations)
+    assert not matches(admitted, everything)
+    assert matches(model({**w, "spec": {**w["spec"], "tolerations": [{"operator": "Exists"}]}}), everything)
+
+
+def test_a_late_member_as_the_api_server_stored_it_joins_its_slot() -> None:
+    declared = shape(("worker", 2))
+    admit = admit_shape(cluster(), declared)
+    defaults = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300}]
+    late = worker("js-w-0")
+    late["spec"]["tolerations"] = defaults
+    objects = [*cluster(), late]
+    groups = declared_groups(objects, [admitted_record(admit, declared)], declared)
+    grown = run(objects, groups, [gpu_queue("main", 2)]).decision(f"{NS}/js")
+    assert isinstance(grown, Extend) and grown.joined == (f"{NS}/js-w-0",) and not grown.added
