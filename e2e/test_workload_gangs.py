@@ -2,9 +2,9 @@
 
 The real KubeRay and Kubeflow training operators and the stand-in JobSet and LeaderWorkerSet controllers
 (`admission.localcluster.integrations`) create the pods; the user writes only a queue label on the
-top-level object. Each test checks what a user sees: the whole group released or none of it, eviction
-through the owner. Not proven here yet (docs/limitations.md): LeaderWorkerSet replica groups and in-order
-startup end to end, and PyTorchJob gangs with DRA claims (the v1.8.1 CRD's pod schema predates them).
+top-level object. Each test checks what a user sees: the whole group released or none of it, replica
+groups admitted one by one, in-order startup served, eviction through the owner. Not proven here yet
+(docs/limitations.md): PyTorchJob gangs with DRA claims (the v1.8.1 CRD's pod schema predates them).
 """
 
 from __future__ import annotations
