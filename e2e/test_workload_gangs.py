@@ -3,7 +3,8 @@
 The real KubeRay and Kubeflow training operators and the stand-in JobSet and LeaderWorkerSet controllers
 (`admission.localcluster.integrations`) create the pods; the user writes only a queue label on the
 top-level object. Each test checks what a user sees: the whole group released or none of it, replica
-groups admitted one by one, in-order startup served, eviction through the owner. Not proven here yet
+groups admitted one by one, in-order startup served (also when a LimitRange changed every member, so none
+matches its role template), eviction through the owner. Not proven here yet
 (docs/limitations.md): PyTorchJob gangs with DRA claims (the v1.8.1 CRD's pod schema predates them).
 """
 
@@ -174,6 +175,22 @@ def test_leader_ready_leader_worker_set_starts(control_plane: ControlPlane, api:
     bound = until("both replica groups bound", lambda: running(api, namespace), accept=lambda r: len(r) == 6,
                   timeout=90)
     assert len(bound) == 6
+
+
+def test_leader_ready_leader_worker_set_whose_pods_a_limit_range_changed_starts(
+        control_plane: ControlPlane, api: Any, namespace: str, setting: str) -> None:
+    """A LimitRange gives every container a CPU limit its template does not have: no member matches its role,
+    so each one gives up a reserved slot and is placed as itself, within the same quota."""
+    apply(control_plane, {"apiVersion": "v1", "kind": "LimitRange",
+                          "metadata": {"name": "defaults", "namespace": namespace},
+                          "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]}})
+    quota(api, setting, 3)
+    apply(control_plane, leader_worker_set(namespace, "odd", replicas=1, size=3, leader_ready=True))
+    bound = until("the replica group bound", lambda: running(api, namespace), accept=lambda r: len(r) == 3,
+                  timeout=90)
+    assert all(c.resources.limits == {"cpu": "500m"} for p in bound for c in p.spec.containers)
+    reasons = {e.reason for e in client.CoreV1Api(api).list_namespaced_event(namespace).items}
+    assert "SlotsGivenUp" in reasons, sorted(reasons)
 
 
 def test_jobset_that_does_not_bind_in_time_is_suspended_and_readmitted(
