@@ -24,8 +24,9 @@ PUBLIC = {
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
         "planned_allocation", "preempted_message", "preempted_status", "promised_allocations", "promised_devices",
-        "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle", "unit_failures_of",
-        "unknown_owner_event", "unreadable_owner", "unreleased_members", "victims_of", "with_owners"
+        "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle",
+        "slots_given_up_event", "unit_failures_of", "unknown_owner_event", "unreadable_owner", "unreleased_members",
+        "victims_of", "with_owners"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
