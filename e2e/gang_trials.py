@@ -6,10 +6,11 @@ MIN_MEMBERS–MAX_MEMBERS members with GPU templates or a shared claim, cpu/memo
 not fit, tolerations and zone affinity, and inter-pod placement: required anti-affinity between
 members, topology spread (DoNotSchedule) over nodes or racks, members affine to each other in one
 rack, and JobSet's exclusive placement (affinity to the own job, anti-affinity to other jobs, per
-rack). Racks (`draq.io/rack`) are the trial's own, two nodes each. Everything of a trial carries its id (node label
-`draq.io/trial`, pods select it), so trials never see each other's nodes. With `native`, every member
-also names its group's Workload (`spec.workloadRef`), as the mutating webhook sets it where the
-cluster serves native gang scheduling.
+rack). Some groups have roles: a JobSet-shaped group's first member is a launcher without GPUs, an
+LWS-shaped group's a leader with fewer GPUs than its workers. Racks (`draq.io/rack`) are the trial's
+own, two nodes each. Everything of a trial carries its id (node label `draq.io/trial`, pods select it),
+so trials never see each other's nodes. With `native`, every member also names its group's Workload
+(`spec.workloadRef`), as the mutating webhook sets it where the cluster serves native gang scheduling.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 JOB_KEY = "jobset.sigs.k8s.io/job-key"  # what JobSet's exclusive placement selects on
 # A group's inter-pod placement: None (most groups), or one of these.
 PLACEMENTS = ("anti-host", "spread-host", "spread-rack", "together-rack", "exclusive-rack")
+# A group's roles: None (every member alike), a JobSet's launcher and workers, or an LWS leader and workers.
+SHAPES = ("jobset", "lws")
 TAINT = {"key": "dedicated", "value": "training", "effect": "NoSchedule"}
 MIN_MEMBERS, MAX_MEMBERS = 2, 8
 NODE_GPUS = 8  # the h100 profile
@@ -59,6 +62,11 @@ class TrialGroup:
     placement: str | None = None  # one of PLACEMENTS
     max_skew: int = 1
     min_domains: int | None = None
+    # A first member of another template, as workload controllers make them: a JobSet's launcher (cpu only)
+    # or a LeaderWorkerSet's leader (fewer GPUs than its workers). None: every member alike.
+    shape: str | None = None  # one of SHAPES
+    leader_gpus: int = 0
+    leader_cpu: str = "2"
 
     def manifests(self, namespace: str, trial: str, native: bool = False) -> list[dict[str, Any]]:
         request = {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": self.gpus}}
@@ -72,7 +80,25 @@ class TrialGroup:
                       "metadata": {"name": f"{self.name}-gpus", "namespace": namespace},
                       "spec": {"spec": {"devices": {"requests": [request]}}}}
             entry = {"name": "gpus", "resourceClaimTemplateName": f"{self.name}-gpus"}
-        return [holder] + [self._pod(namespace, trial, i, entry, native) for i in range(self.size)]
+        pods = [self._pod(namespace, trial, i, entry, native) for i in range(self.size)]
+        if self.shape is None:
+            return [holder, *pods]
+        return [holder, *self._leader(namespace, pods[0]), *pods[1:]]
+
+    def _leader(self, namespace: str, pod: dict[str, Any]) -> list[dict[str, Any]]:
+        """Member 0 as the shape's launcher or leader: its own requests, its own claim or none."""
+        container = pod["spec"]["containers"][0]
+        container["resources"]["requests"]["cpu"] = self.leader_cpu
+        pod["metadata"]["labels"]["draq.io/role"] = "leader"
+        if not self.leader_gpus:
+            del container["resources"]["claims"], pod["spec"]["resourceClaims"]
+            return [pod]
+        name = f"{self.name}-leader-gpus"
+        request = {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": self.leader_gpus}}
+        pod["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": name}]
+        return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                 "metadata": {"name": name, "namespace": namespace},
+                 "spec": {"spec": {"devices": {"requests": [request]}}}}, pod]
 
     @property
     def members(self) -> list[str]:
@@ -164,6 +190,11 @@ def generate(seed: int, node_count: int = 6, group_count: int = 5) -> Trial:
             group.placement = rng.choice(PLACEMENTS)
             group.max_skew = rng.choice((1, 1, 2))
             group.min_domains = rng.choice((None, None, 4)) if group.placement == "spread-rack" else None
+    for group in trial.groups:  # drawn after the placements, for the same reason
+        if not group.shared and rng.random() < 0.4:
+            group.shape = rng.choice(SHAPES)
+            group.leader_gpus = 0 if group.shape == "jobset" else min(rng.choice((1, 2)), group.gpus)
+            group.leader_cpu = rng.choice(("1", "2", "8"))
     return trial
 
 

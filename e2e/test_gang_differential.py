@@ -212,8 +212,8 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
             time.sleep(1)  # for the scheduler's informer to see it gone; nothing to observe it by
         remove(core, namespace, verdicts(core, namespace, group.members))
     print(f"trial {trial.id} (seed {trial.seed}): {len(admitted)} admitted "
-          f"(members {[(g.size, g.placement) for g in admitted]}), "
-          f"{len(waiting)} waiting (members {[(g.size, g.placement) for g in waiting]}), "
+          f"(members {[(g.size, g.placement, g.shape) for g in admitted]}), "
+          f"{len(waiting)} waiting (members {[(g.size, g.placement, g.shape) for g in waiting]}), "
           f"{len(problems)} disagreements; "
           f"GPUs held on its nodes before {[n.filler_gpus for n in trial.nodes]}")
     return Outcome(len(admitted), len(waiting), problems)

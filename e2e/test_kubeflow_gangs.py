@@ -25,7 +25,7 @@ from admission.localcluster.integrations import WorkloadControllers
 from admission.localcluster.nodesim import NodeSimulator
 from e2e.draq_process import DraqProcess
 from e2e.test_metrics import service_account_kubeconfig, start_draq
-from e2e.test_operator import apply, crds
+from e2e.test_operator import apply, crds, pod_group
 from e2e.test_workload_gangs import controllers, is_gated, pods, quota, running, setting
 from e2e.waiting import until
 
@@ -70,21 +70,16 @@ def kubeflow_job(kind: str, namespace: str, name: str, replicas: dict[str, int],
             "spec": {field: specs}}
 
 
-def pod_group(api: Any, namespace: str, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = client.CustomObjectsApi(api).get_namespaced_custom_object(
-        "draq.io", "v1alpha1", namespace, "podgroups", name)
-    return found
-
-
 def assert_whole_or_nothing(api: Any, namespace: str, cq: str, job: dict[str, Any]) -> None:
     """3 pods on a quota of 2 GPUs: all stay gated, the group waiting for the unit; on 3, all are bound and
     the group is charged 3 GPUs."""
     name, unit = job["metadata"]["name"], f"gpus-{cq[3:]}"
     created = until("the job's 3 pods, gated", lambda: pods(api, namespace), accept=lambda found: len(found) == 3,
                     timeout=90)
-    waiting = until(f"PodGroup {name} waiting for unit {unit}", lambda: pod_group(api, namespace, name)["status"],
+    waiting = until(f"PodGroup {name} waiting for unit {unit}",
+                    lambda: (pod_group(api, namespace, name) or {}).get("status"),
                     accept=lambda s: s.get("phase") == "Pending" and f"unit {unit}:" in s.get("message", ""),
-                    timeout=30)
+                    timeout=60)
     assert "needs 3" in waiting["message"], waiting["message"]
     time.sleep(3)  # a few cycles: nothing of the 3-GPU gang may be released on a 2-GPU quota
     assert all(is_gated(p) for p in pods(api, namespace)), [p.metadata.name for p in created]
@@ -92,7 +87,8 @@ def assert_whole_or_nothing(api: Any, namespace: str, cq: str, job: dict[str, An
     bound = until("all 3 pods bound", lambda: running(api, namespace), accept=lambda r: len(r) == 3, timeout=60)
     assert {p.metadata.owner_references[0].kind for p in bound} == {job["kind"]}
     assert {p.metadata.owner_references[0].name for p in bound} == {name}
-    charge = {c["unit"]: c["amount"] for c in pod_group(api, namespace, name)["status"].get("charge", [])}
+    status = (pod_group(api, namespace, name) or {}).get("status") or {}
+    charge = {c["unit"]: c["amount"] for c in status.get("charge", [])}
     assert charge.get(unit) == "3", charge
 
 
