@@ -35,12 +35,14 @@ MAX_SET_TRIES = 64  # placements tried on sets of several domains before placing
 @dataclass(frozen=True, slots=True)
 class Domain:
     """One domain of a level: its value, its nodes (by name) and its devices (by id). `withheld`: devices on
-    its nodes that belong to other domains of the level (a device-attribute level only)."""
+    its nodes that belong to other domains of the level (a device-attribute level only); `usable`: per node
+    (as `nodes`), the ids of its devices a member placed in the domain may take there."""
 
     value: str
     nodes: tuple[str, ...]
     devices: frozenset[str]
     withheld: frozenset[str] = frozenset()
+    usable: tuple[frozenset[str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +75,11 @@ def _label_domains(allocator: Allocator, label: str) -> tuple[Domain, ...]:
         value = node.labels.get(label)
         if value is not None:
             nodes.setdefault(value, []).append(name)
-    return tuple(Domain(value, tuple(names), frozenset(d.id for n in names for d in allocator.view(n).devices))
-                 for value, names in sorted(nodes.items()))
+    found = []
+    for value, names in sorted(nodes.items()):
+        usable = tuple(frozenset(d.id for d in allocator.view(n).devices) for n in names)
+        found.append(Domain(value, tuple(names), frozenset().union(*usable), usable=usable))
+    return tuple(found)
 
 
 def _attribute_domains(allocator: Allocator, attribute: str) -> tuple[Domain, ...]:
@@ -95,7 +100,8 @@ def _attribute_domains(allocator: Allocator, attribute: str) -> tuple[Domain, ..
     for value, names in sorted(nodes.items()):
         own = frozenset(devices[value])
         others = frozenset(d for n in names for d in per_node[n] if d not in own)
-        found.append(Domain(value, tuple(names), own, others))
+        usable = tuple(frozenset(d.id for d in allocator.view(n).devices if d.id not in others) for n in names)
+        found.append(Domain(value, tuple(names), own, others, usable))
     return tuple(found)
 
 
@@ -137,41 +143,55 @@ def _required(allocator: Allocator, members: Sequence[GangMember], level: Topolo
         return DomainPlacement(GangPlacement(False, reason=(
             f"the gang needs at least {need} devices in one {level.name}, and the largest {level.name} "
             f"({largest.value}) has {len(largest.devices)} devices in all")), never=True)
-    free = {d.value: _free(d, usage) for d in domains}
-    found, tried = _best_single(allocator, members, level, domains, free, need, usage, nodes, known)
+    taken = _taken(usage)
+    free = {d.value: len(d.devices) - len(d.devices & taken) for d in domains}
+    found, tried = _best_single(allocator, members, level, domains, (free, taken, need), usage, nodes, known)
     if found is not None:
         return found
     return DomainPlacement(_no_single(members, level, domains, free, need, tried))
 
 
+Tried = tuple[Domain, GangPlacement, int]  # a domain tried, its answer, and how many members it took (at most)
+
+
 def _best_single(allocator: Allocator, members: Sequence[GangMember], level: TopologyLevel,
-                 domains: tuple[Domain, ...], free: Mapping[str, int], need: int, usage: Usage, nodes: NodeUsage,
-                 known: KnownUnfit | None) -> tuple[DomainPlacement | None, list[tuple[Domain, GangPlacement]]]:
-    """The gang in the best-fitting single domain, or None with every domain tried and its answer."""
-    tried: list[tuple[Domain, GangPlacement]] = []
+                 domains: tuple[Domain, ...], room: tuple[Mapping[str, int], frozenset[str], int], usage: Usage,
+                 nodes: NodeUsage, known: KnownUnfit | None) -> tuple[DomainPlacement | None, list[Tried]]:
+    """The gang in the best-fitting single domain, or None with every domain tried and its answer. `room`: the
+    free devices per domain, the devices in use, and the fewest devices the gang needs."""
+    free, taken, need = room
+    tried: list[Tried] = []
     fitting = sorted((d for d in domains if free[d.value] >= need),
                      key=lambda d: (free[d.value], len(d.nodes), d.value))
+    per_member = _least_per_member(members)
     for domain in fitting:
+        takes = sum((len(ids) - len(ids & taken)) // per_member for ids in domain.usable) if per_member \
+            else len(members)
+        if takes < len(members):
+            tried.append((domain, GangPlacement(False, reason=(
+                f"its nodes' free devices can take at most {takes} of the {len(members)} pods "
+                f"({per_member} devices each on one node)")), takes))
+            continue
         placed = _place_within(allocator, members, level, (domain,), usage, nodes, known)
         if placed.feasible:
             return DomainPlacement(placed, (domain.value,)), tried
         if placed.error:
             return DomainPlacement(placed), tried
-        tried.append((domain, placed))
+        tried.append((domain, placed, len(placed.placements)))
     return None, tried
 
 
 def _no_single(members: Sequence[GangMember], level: TopologyLevel, domains: tuple[Domain, ...],
-               free: Mapping[str, int], need: int, tried: list[tuple[Domain, GangPlacement]]) -> GangPlacement:
+               free: Mapping[str, int], need: int, tried: list[Tried]) -> GangPlacement:
     """Why no single domain holds the gang: the one that came closest, and what it lacked."""
     if not tried:
         most = max(domains, key=lambda d: (free[d.value], d.value))
         return GangPlacement(False, reason=(
             f"no {level.name} has the {need} free devices the whole gang needs; the most free: {level.name} "
             f"{most.value} with {free[most.value]}"))
-    domain, closest = max(tried, key=lambda t: (len(t[1].placements), free[t[0].value]))
+    domain, closest, took = max(tried, key=lambda t: (t[2], free[t[0].value]))
     reason = (f"no {level.name} holds the whole gang ({len(members)} pods, {need} devices): the closest, "
-              f"{level.name} {domain.value} ({free[domain.value]} free devices), took {len(closest.placements)} of "
+              f"{level.name} {domain.value} ({free[domain.value]} free devices), took {took} of "
               f"{len(members)} pods; {closest.reason}")
     return dataclasses.replace(closest, reason=reason)
 
@@ -180,8 +200,9 @@ def _preferred(allocator: Allocator, members: Sequence[GangMember], level: Topol
                domains: tuple[Domain, ...], usage: Usage, nodes: NodeUsage,
                known: KnownUnfit | None) -> DomainPlacement:
     need = devices_needed(members)
-    free = {d.value: _free(d, usage) for d in domains}
-    found, _ = _best_single(allocator, members, level, domains, free, need, usage, nodes, known)
+    taken = _taken(usage)
+    free = {d.value: len(d.devices) - len(d.devices & taken) for d in domains}
+    found, _ = _best_single(allocator, members, level, domains, (free, taken, need), usage, nodes, known)
     if found is not None:
         return found
     tries = 0
@@ -228,8 +249,22 @@ def _place_within(allocator: Allocator, members: Sequence[GangMember], level: To
     return place_gang(allocator, restricted, usage=masked, nodes=nodes)
 
 
-def _free(domain: Domain, usage: Usage) -> int:
-    return sum(1 for d in domain.devices if not usage.is_allocated(d))
+def _least_per_member(members: Sequence[GangMember]) -> int:
+    """The fewest devices any member takes on its own node (its unallocated claims that no other member
+    shares); 0 when some member may take none there."""
+    users: dict[str, int] = {}
+    for member in members:
+        for claim in member.claims:
+            users[claim.key] = users.get(claim.key, 0) + 1
+    own = [sum(min((s.count if s.allocation_mode == EXACT_COUNT else 1 for s in r.alternatives), default=0)
+               for c in m.claims if c.allocation is None and users[c.key] == 1 for r in c.spec.requests)
+           for m in members]
+    return min(own, default=0)
+
+
+def _taken(usage: Usage) -> frozenset[str]:
+    """The ids of the devices in use (held whole or shared)."""
+    return frozenset(usage.exclusive).union(usage.shared)
 
 
 def domains_used(allocator: Allocator, level: TopologyLevel, placed: GangPlacement,
