@@ -149,10 +149,13 @@ def bench_gang(racks: int, per_rack: int, gpus: int, size: int, level: TopologyL
                                  nodes=snapshot.node_fit.usage)
 
     timings, result = timed(repeat, run)
+    plain, _ = timed(repeat, lambda: place_gang(allocator, members, usage=allocator.usage,
+                                                nodes=snapshot.node_fit.usage))
     answer = f"placed in {level.name} {', '.join(result.domains)}" if result.placement.feasible else (
         f"{'never admissible' if result.never else 'waits'}: {result.placement.reason}")
     print(f"{size}-pod gang x {gpus} GPUs, required: {level.name}, {racks * per_rack} nodes in {racks} racks "
-          f"(half fragmented): {figure(timings)} [{load()}] -> {answer[:160]}")
+          f"(half fragmented): {figure(timings)}; the same gang without topology {figure(plain)} [{load()}] -> "
+          f"{answer[:160]}")
 
 
 # ----- 2. a cycle of topology-constrained groups -----------------------------------------------------
