@@ -25,7 +25,7 @@ from math import comb
 from admission.core.allocator.api import Allocator
 from admission.core.allocator.gang import GangMember, GangPlacement, KnownUnfit, place_gang
 from admission.core.allocator.usage import Usage
-from admission.core.models import EXACT_COUNT, TopologyLevel, TopologyMode
+from admission.core.models import EXACT_COUNT, DeviceRequest, TopologyLevel, TopologyMode
 from admission.core.nodefit import NodeUsage
 
 EXACT_SETS = 64  # sets of k domains tried one by one when there are at most this many
@@ -43,6 +43,9 @@ class Domain:
     devices: frozenset[str]
     withheld: frozenset[str] = frozenset()
     usable: tuple[frozenset[str], ...] = ()
+    # A device of the domain may be allocated to several claims (allowMultipleAllocations): devices are then
+    # not counted against what the gang asks.
+    shareable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,8 @@ def _label_domains(allocator: Allocator, label: str) -> tuple[Domain, ...]:
     found = []
     for value, names in sorted(nodes.items()):
         usable = tuple(frozenset(d.id for d in allocator.view(n).devices) for n in names)
-        found.append(Domain(value, tuple(names), frozenset().union(*usable), usable=usable))
+        shareable = any(d.allow_multiple_allocations for n in names for d in allocator.view(n).devices)
+        found.append(Domain(value, tuple(names), frozenset().union(*usable), usable=usable, shareable=shareable))
     return tuple(found)
 
 
@@ -101,7 +105,9 @@ def _attribute_domains(allocator: Allocator, attribute: str) -> tuple[Domain, ..
         own = frozenset(devices[value])
         others = frozenset(d for n in names for d in per_node[n] if d not in own)
         usable = tuple(frozenset(d.id for d in allocator.view(n).devices if d.id not in others) for n in names)
-        found.append(Domain(value, tuple(names), own, others, usable))
+        shareable = any(d.allow_multiple_allocations for n in names for d in allocator.view(n).devices
+                        if d.id not in others)
+        found.append(Domain(value, tuple(names), own, others, usable, shareable))
     return tuple(found)
 
 
@@ -111,13 +117,25 @@ def devices_needed(members: Sequence[GangMember]) -> int:
     total = 0
     for member in members:
         for claim in member.claims:
-            if claim.allocation is not None or claim.key in seen:
-                continue
-            seen.add(claim.key)
-            for request in claim.spec.requests:
-                total += min((s.count if s.allocation_mode == EXACT_COUNT else 1 for s in request.alternatives),
-                             default=0)
+            if claim.allocation is None and claim.key not in seen:
+                seen.add(claim.key)
+                total += _claim_devices(claim.spec.requests)
     return total
+
+
+def _claim_devices(requests: Iterable[DeviceRequest]) -> int:
+    """The fewest devices the requests take: per request its smallest alternative (an `All` request at least
+    one device, an admin-access request none: it takes no device from others)."""
+    return sum(min((0 if s.admin_access else s.count if s.allocation_mode == EXACT_COUNT else 1
+                    for s in request.alternatives), default=0) for request in requests)
+
+
+def _demand(members: Sequence[GangMember], domains: tuple[Domain, ...]) -> tuple[int, int]:
+    """The fewest devices the gang takes, and the fewest any member takes on its own node; (0, 0) where a
+    device may be shared between claims, so that counting devices tells nothing."""
+    if any(d.shareable for d in domains):
+        return 0, 0
+    return devices_needed(members), _least_per_member(members)
 
 
 def place_in_topology(allocator: Allocator, members: Sequence[GangMember], mode: TopologyMode,
@@ -137,7 +155,7 @@ def _required(allocator: Allocator, members: Sequence[GangMember], level: Topolo
         return DomainPlacement(GangPlacement(False, reason=f"no {level.name} exists: no node has {level.source}"
                                              if level.node_label else f"no {level.name} exists: no device in a "
                                              f"ResourceSlice publishes {level.source}"), never=True)
-    need = devices_needed(members)
+    need, per_member = _demand(members, domains)
     largest = max(domains, key=lambda d: (len(d.devices), d.value))
     if need > len(largest.devices):
         return DomainPlacement(GangPlacement(False, reason=(
@@ -145,7 +163,8 @@ def _required(allocator: Allocator, members: Sequence[GangMember], level: Topolo
             f"({largest.value}) has {len(largest.devices)} devices in all")), never=True)
     taken = _taken(usage)
     free = {d.value: len(d.devices) - len(d.devices & taken) for d in domains}
-    found, tried = _best_single(allocator, members, level, domains, (free, taken, need), usage, nodes, known)
+    found, tried = _best_single(allocator, members, level, domains, (free, taken, need, per_member), usage, nodes,
+                                known)
     if found is not None:
         return found
     return DomainPlacement(_no_single(members, level, domains, free, need, tried))
@@ -155,15 +174,14 @@ Tried = tuple[Domain, GangPlacement, int]  # a domain tried, its answer, and how
 
 
 def _best_single(allocator: Allocator, members: Sequence[GangMember], level: TopologyLevel,
-                 domains: tuple[Domain, ...], room: tuple[Mapping[str, int], frozenset[str], int], usage: Usage,
+                 domains: tuple[Domain, ...], room: tuple[Mapping[str, int], frozenset[str], int, int], usage: Usage,
                  nodes: NodeUsage, known: KnownUnfit | None) -> tuple[DomainPlacement | None, list[Tried]]:
     """The gang in the best-fitting single domain, or None with every domain tried and its answer. `room`: the
-    free devices per domain, the devices in use, and the fewest devices the gang needs."""
-    free, taken, need = room
+    free devices per domain, the devices in use, and the gang's `_demand`."""
+    free, taken, need, per_member = room
     tried: list[Tried] = []
     fitting = sorted((d for d in domains if free[d.value] >= need),
                      key=lambda d: (free[d.value], len(d.nodes), d.value))
-    per_member = _least_per_member(members)
     for domain in fitting:
         takes = sum((len(ids) - len(ids & taken)) // per_member for ids in domain.usable) if per_member \
             else len(members)
@@ -199,10 +217,11 @@ def _no_single(members: Sequence[GangMember], level: TopologyLevel, domains: tup
 def _preferred(allocator: Allocator, members: Sequence[GangMember], level: TopologyLevel,
                domains: tuple[Domain, ...], usage: Usage, nodes: NodeUsage,
                known: KnownUnfit | None) -> DomainPlacement:
-    need = devices_needed(members)
+    need, per_member = _demand(members, domains)
     taken = _taken(usage)
     free = {d.value: len(d.devices) - len(d.devices & taken) for d in domains}
-    found, _ = _best_single(allocator, members, level, domains, (free, taken, need), usage, nodes, known)
+    found, _ = _best_single(allocator, members, level, domains, (free, taken, need, per_member), usage, nodes,
+                            known)
     if found is not None:
         return found
     tries = 0
@@ -256,8 +275,7 @@ def _least_per_member(members: Sequence[GangMember]) -> int:
     for member in members:
         for claim in member.claims:
             users[claim.key] = users.get(claim.key, 0) + 1
-    own = [sum(min((s.count if s.allocation_mode == EXACT_COUNT else 1 for s in r.alternatives), default=0)
-               for c in m.claims if c.allocation is None and users[c.key] == 1 for r in c.spec.requests)
+    own = [_claim_devices(r for c in m.claims if c.allocation is None and users[c.key] == 1 for r in c.spec.requests)
            for m in members]
     return min(own, default=0)
 

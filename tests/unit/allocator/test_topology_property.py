@@ -13,10 +13,32 @@ from typing import Any
 
 import pytest
 
-from admission.core.allocator import Allocator, DomainPlacement, Snapshot, members_for, place_in_topology
+from admission.core.allocator import (
+    Allocator,
+    DomainPlacement,
+    GangMember,
+    Snapshot,
+    devices_needed,
+    members_for,
+    place_in_topology,
+)
 from admission.core.features import gates_for
-from admission.core.models import Pod, TopologyLevel, TopologyMode
-from tests.support.builders import Manifest, device, device_class, models, node, pod, resource_slice, template
+from admission.core.models import Pod, ResourceClaim, TopologyLevel, TopologyMode
+from tests.support.builders import (
+    Manifest,
+    all_devices,
+    claim,
+    device,
+    device_class,
+    exactly,
+    first_available,
+    model,
+    models,
+    node,
+    pod,
+    resource_slice,
+    template,
+)
 
 RACK = TopologyLevel("rack", node_label="example.com/rack")
 CLIQUE = TopologyLevel("clique", device_attribute="gpu.example.com/clique")
@@ -143,3 +165,12 @@ def _device_cliques(objects: list[Manifest]) -> dict[str, Any]:
                 device_id = f"{spec['driver']}/{spec['pool']['name']}/{entry['name']}"
                 found[device_id] = entry["attributes"]["gpu.example.com/clique"]["string"]
     return found
+
+
+def test_devices_needed_counts_each_claim_once_and_the_least_each_request_takes() -> None:
+    shared: ResourceClaim = model(claim("shared", exactly(count=2), namespace=NS))
+    own: ResourceClaim = model(claim("own", first_available("gpu", exactly("big", count=4), exactly("small", count=1)),
+                                     all_devices("all"), namespace=NS))
+    admin: ResourceClaim = model(claim("admin", exactly(count=3, adminAccess=True), namespace=NS))
+    members = [GangMember("a", (shared, own)), GangMember("b", (shared, admin))]
+    assert devices_needed(members) == 2 + 1 + 1 + 0
