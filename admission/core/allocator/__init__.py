@@ -20,6 +20,7 @@ from admission.core.allocator.topology import (
     DomainPlacement,
     devices_needed,
     domains_used,
+    place_beside,
     place_in_topology,
     topology_domains,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "explain",
     "explain_best",
     "members_for",
+    "place_beside",
     "place_gang",
     "place_in_topology",
     "pod_claims",

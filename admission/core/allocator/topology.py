@@ -268,6 +268,27 @@ def _place_within(allocator: Allocator, members: Sequence[GangMember], level: To
     return place_gang(allocator, restricted, usage=masked, nodes=nodes)
 
 
+def place_beside(allocator: Allocator, members: Sequence[GangMember], level: TopologyLevel, nodes_used: Iterable[str],
+                 devices_used: Iterable[str], *, usage: Usage, nodes: NodeUsage) -> DomainPlacement:
+    """More members of a gang placed `required` in a domain, inside the domain(s) its plan already uses
+    (`nodes_used` for a node-label level, `devices_used` for a device attribute)."""
+    domains = topology_domains(allocator, level)
+    if level.node_label is not None:
+        on = set(nodes_used)
+        chosen = tuple(d for d in domains if on.intersection(d.nodes))
+    else:
+        held = set(devices_used)
+        chosen = tuple(d for d in domains if held & d.devices)
+    if not chosen:
+        return DomainPlacement(GangPlacement(False, reason=f"the {level.name} of the group's plan is gone (no node "
+                                             f"or device of it has {level.source} any more)"))
+    placed = _place_within(allocator, members, level, chosen, usage, nodes, None)
+    if not placed.feasible and not placed.error:
+        where = ", ".join(d.value for d in chosen)
+        placed = dataclasses.replace(placed, reason=f"inside {level.name} {where} of the group's plan: {placed.reason}")
+    return DomainPlacement(placed, tuple(d.value for d in chosen))
+
+
 def _least_per_member(members: Sequence[GangMember]) -> int:
     """The fewest devices any member takes on its own node (its unallocated claims that no other member
     shares); 0 when some member may take none there."""

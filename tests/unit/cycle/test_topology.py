@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from admission.core.allocator import Snapshot
-from admission.core.cycle import Admit, CycleInput, Wait, WaitReason, rebuild_state, run_cycle
+from admission.core.cycle import Admit, Extend, LateWait, Wait, WaitReason, cycle_input, rebuild_state, run_cycle
 from admission.core.errors import InvalidInput
 from admission.core.models import (
     TOPOLOGY_PREFERRED_ANNOTATION,
@@ -19,7 +19,7 @@ from admission.core.models import (
     TopologyRequest,
     parse_topology,
 )
-from admission.core.quota import ClusterQueue, device_selected, parse_pod_group
+from admission.core.quota import ClusterQueue, PodGroup, parse_pod_group
 from tests.support.builders import Manifest, device, draq_object, models, node, pod_group, resource_slice
 from tests.unit.cycle.cycle_builders import (
     GATES,
@@ -29,7 +29,9 @@ from tests.unit.cycle.cycle_builders import (
     gang,
     gpu_queue,
     gpu_units,
+    group_record,
     groups_of,
+    member,
 )
 
 RACK = "example.com/rack"
@@ -65,13 +67,13 @@ def annotated(objects: list[Manifest], key: str, level: str) -> list[Manifest]:
 
 
 def run(objects: list[Manifest], *, cluster_queue: ClusterQueue | None = None,
-        topologies: tuple[Topology, ...] = (LAYOUT,), invalid: dict[Any, str] | None = None) -> Any:
+        topologies: tuple[Topology, ...] = (LAYOUT,), invalid: dict[Any, str] | None = None,
+        pod_groups: tuple[PodGroup, ...] = ()) -> Any:
     snapshot = Snapshot.from_models(models(GPU_CLASS, *objects))
-    groups = groups_of(objects)
+    groups = groups_of(objects, pod_groups)
     queues = [cluster_queue or queue()]
-    cycle = CycleInput(snapshot, GATES, groups, {q.key: q for q in LOCAL_QUEUES}, gpu_units(),
-                       rebuild_state(queues, groups), device_selected, topologies={t.name: t for t in topologies},
-                       invalid=invalid or {})
+    cycle = cycle_input(snapshot, GATES, groups, rebuild_state(queues, groups), {q.key: q for q in LOCAL_QUEUES},
+                        gpu_units(), topologies={t.name: t for t in topologies}, invalid=invalid or {})
     return run_cycle(cycle)
 
 
@@ -231,3 +233,31 @@ def test_pod_group_spec_topology_is_read() -> None:
 def test_bad_topologies_are_refused_naming_the_field(levels: list[dict[str, str]], message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
         parse_topology(draq_object("Topology", "t", {"levels": levels}))
+
+
+ADMITTED_IN_B = {"phase": "Admitted", "admittedAt": "2026-01-01T12:00:00Z", "clusterQueue": "main",
+                 "charge": [{"unit": "gpus", "amount": "4"}],
+                 "plan": {"pods": [{"name": "t-0", "node": "b-0"}],
+                          "claims": [{"name": "t-0/gpu", "devices": [
+                              {"request": "gpus", "device": f"gpu.example.com/b-0/gpu-{i}"} for i in range(4)]}]}}
+
+
+def late_objects(racks: list[Manifest]) -> list[Manifest]:
+    template = gang("t", 2, 4)[0]
+    first = member("t-0", "t", group_min=2, template="t-gpus", gated=False, node="b-0", phase="Running")
+    late = member("t-1", "t", group_min=2, template="t-gpus")
+    return [*racks, template, *annotated([first, late], TOPOLOGY_REQUIRED_ANNOTATION, "rack")]
+
+
+def test_a_late_member_of_a_required_rack_joins_its_group_in_that_rack() -> None:
+    racks = [*rack_node("a-0", "a"), *rack_node("a-1", "a"), *rack_node("b-0", "b"), *rack_node("b-1", "b")]
+    result = run(late_objects(racks), pod_groups=(group_record("t", 2, status=ADMITTED_IN_B),))
+    [grown] = [d for d in result.decisions if isinstance(d, Extend)]
+    assert grown.placement.nodes == {f"{NS}/t-1": "b-1"}
+
+
+def test_a_late_member_waits_when_its_groups_rack_is_full() -> None:
+    racks = [*rack_node("a-0", "a"), *rack_node("a-1", "a"), *rack_node("b-0", "b")]
+    result = run(late_objects(racks), pod_groups=(group_record("t", 2, status=ADMITTED_IN_B),))
+    [wait] = [d for d in result.decisions if isinstance(d, LateWait)]
+    assert "fit on no node now: inside rack b of the group's plan: pod team/t-1 fits on no node" in wait.message
