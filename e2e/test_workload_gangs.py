@@ -2,9 +2,10 @@
 
 The real KubeRay and Kubeflow training operators and the stand-in JobSet and LeaderWorkerSet controllers
 (`admission.localcluster.integrations`) create the pods; the user writes only a queue label on the
-top-level object. Each test checks what a user sees: the whole group released or none of it, eviction
-through the owner. Not proven here yet (docs/limitations.md): LeaderWorkerSet replica groups and in-order
-startup end to end, and PyTorchJob gangs with DRA claims (the v1.8.1 CRD's pod schema predates them).
+top-level object. Each test checks what a user sees: the whole group released or none of it, replica
+groups admitted one by one, in-order startup served (also when a LimitRange changed every member, so none
+matches its role template), eviction through the owner. Not proven here yet
+(docs/limitations.md): PyTorchJob gangs with DRA claims (the v1.8.1 CRD's pod schema predates them).
 """
 
 from __future__ import annotations
@@ -108,14 +109,27 @@ def running(api: Any, namespace: str) -> list[Any]:
     return [p for p in pods(api, namespace) if p.status.phase == "Running" and p.spec.node_name]
 
 
-def jobset(namespace: str, name: str, *, workers: int = 2, per_job: int = 2, hold: bool = False) -> dict[str, Any]:
+def jobset(namespace: str, name: str, *, workers: int = 2, per_job: int = 2, in_order: bool = False,
+           hold: bool = False) -> dict[str, Any]:
     """A launcher Job of one pod and `workers` worker Jobs of `per_job` pods, every pod with one GPU."""
     def job(parallelism: int) -> dict[str, Any]:
         return {"spec": {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0,
                          "template": {"spec": {**gpu_pod(hold=hold), "restartPolicy": "Never"}}}}
     spec: dict[str, Any] = {"replicatedJobs": [{"name": "launcher", "replicas": 1, "template": job(1)},
                                                {"name": "workers", "replicas": workers, "template": job(per_job)}]}
+    if in_order:
+        spec["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: "lq"}}, "spec": spec}
+
+
+def leader_worker_set(namespace: str, name: str, *, replicas: int, size: int, leader_ready: bool = False
+                      ) -> dict[str, Any]:
+    spec: dict[str, Any] = {"replicas": replicas,
+                            "leaderWorkerTemplate": {"size": size, "workerTemplate": {"spec": gpu_pod()}}}
+    if leader_ready:
+        spec["startupPolicy"] = "LeaderReady"
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
             "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: "lq"}}, "spec": spec}
 
 
@@ -130,6 +144,53 @@ def test_jobset_is_admitted_whole_or_not_at_all(control_plane: ControlPlane, api
     quota(api, setting, 5)
     bound = until("all 5 pods bound", lambda: running(api, namespace), accept=lambda r: len(r) == 5, timeout=60)
     assert {p.metadata.owner_references[0].kind for p in bound} == {"Job"}
+
+
+def test_leader_worker_set_is_admitted_replica_group_by_replica_group(
+        control_plane: ControlPlane, api: Any, namespace: str, setting: str) -> None:
+    quota(api, setting, 8)
+    apply(control_plane, leader_worker_set(namespace, "serve", replicas=3, size=4))
+    until("12 pods", lambda: pods(api, namespace), accept=lambda found: len(found) == 12, timeout=60)
+    bound = until("two replica groups bound", lambda: running(api, namespace), accept=lambda r: len(r) == 8,
+                  timeout=60)
+    time.sleep(3)
+    waiting = [p for p in pods(api, namespace) if is_gated(p)]
+    assert len(waiting) == 4 and len(running(api, namespace)) == 8, [p.metadata.name for p in bound]
+    groups = {p.metadata.name.split("-")[1] for p in waiting}  # serve-<group>[-<worker>]
+    assert len(groups) == 1, [p.metadata.name for p in waiting]
+
+
+def test_in_order_jobset_starts(control_plane: ControlPlane, api: Any, namespace: str, setting: str) -> None:
+    quota(api, setting, 5)
+    apply(control_plane, jobset(namespace, "ordered", in_order=True))
+    bound = until("the launcher, then the workers, bound", lambda: running(api, namespace),
+                  accept=lambda r: len(r) == 5, timeout=90)
+    assert len(bound) == 5
+
+
+def test_leader_ready_leader_worker_set_starts(control_plane: ControlPlane, api: Any, namespace: str,
+                                               setting: str) -> None:
+    quota(api, setting, 6)
+    apply(control_plane, leader_worker_set(namespace, "ready", replicas=2, size=3, leader_ready=True))
+    bound = until("both replica groups bound", lambda: running(api, namespace), accept=lambda r: len(r) == 6,
+                  timeout=90)
+    assert len(bound) == 6
+
+
+def test_leader_ready_leader_worker_set_whose_pods_a_limit_range_changed_starts(
+        control_plane: ControlPlane, api: Any, namespace: str, setting: str) -> None:
+    """A LimitRange gives every container a CPU limit its template does not have: no member matches its role,
+    so each one gives up a reserved slot and is placed as itself, within the same quota."""
+    apply(control_plane, {"apiVersion": "v1", "kind": "LimitRange",
+                          "metadata": {"name": "defaults", "namespace": namespace},
+                          "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]}})
+    quota(api, setting, 3)
+    apply(control_plane, leader_worker_set(namespace, "odd", replicas=1, size=3, leader_ready=True))
+    bound = until("the replica group bound", lambda: running(api, namespace), accept=lambda r: len(r) == 3,
+                  timeout=90)
+    assert all(c.resources.limits == {"cpu": "500m"} for p in bound for c in p.spec.containers)
+    reasons = {e.reason for e in client.CoreV1Api(api).list_namespaced_event(namespace).items}
+    assert "SlotsGivenUp" in reasons, sorted(reasons)
 
 
 def test_jobset_that_does_not_bind_in_time_is_suspended_and_readmitted(

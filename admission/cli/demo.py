@@ -1,8 +1,9 @@
 """`draq demo`: the main job on a local default.
 
 Starts a real local control plane with simulated GPU nodes, installs the CRDs, runs draq (operator
-and webhooks) against it, submits example workloads (`examples/demo/`) and shows queues, pod groups
-and pods as they change. It runs on the local-cluster kit (`admission.localcluster`), which only a source
+and webhooks, with the JobSet and LeaderWorkerSet integrations on) and the kit's stand-in JobSet and
+LeaderWorkerSet controllers against it, submits example workloads (`examples/demo/`) and shows queues,
+pod groups and pods as they change. It runs on the local-cluster kit (`admission.localcluster`), which only a source
 checkout has (docs/install.md, "The local-cluster kit"); without it the command says how to get it.
 """
 
@@ -30,6 +31,11 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_MANIFESTS = REPO / "examples" / "demo"
 _JSONPATH_GROUP_LABEL = GROUP_LABEL.replace(".", "\\.")  # kubectl's custom columns escape dots in keys
 SNAPSHOTS_ONCE = (4, 10, 18, 26, 34)  # seconds after the workloads were submitted
+FIRST_WORKLOADS = ("workloads.yaml", "integrations.yaml")
+LATER_WORKLOADS = ("later-workloads.yaml",)  # two seconds later, so FIFO order is visible
+INTEGRATIONS = ("batch/job", "deployment", "statefulset", "jobset.x-k8s.io/jobset",
+                "leaderworkerset.x-k8s.io/leaderworkerset")
+"""The workload kinds `draq run` groups in the demo: the defaults and the two whose stand-ins the demo runs."""
 
 
 KIT_MISSING = ("the demo runs on the local-cluster kit (admission.localcluster), which only a source checkout "
@@ -88,12 +94,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"starting a local Kubernetes control plane in {args.work_dir} ...", flush=True)
     started = time.monotonic()
     draq: subprocess.Popen[bytes] | None = None
+    standins: Any = None
     try:
         plane.start(progress=True)
         print(f"control plane ready in {time.monotonic() - started:.1f}s", flush=True)
         simulator = _start_nodes(plane, layout, args.partitions)
         if not args.no_workloads:
             draq = start_draq(plane, args.kubernetes_version)
+            standins = _start_standins(plane)
             _submit_workloads(plane)
             _watch(plane, args.once)
         elif not args.once:
@@ -102,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     except (ControlPlaneError, BuildError) as err:
         raise DemoError(str(err)) from err
     finally:
+        if standins is not None:
+            standins.stop()
         if draq is not None:
             draq.terminate()
             draq.wait(10)
@@ -125,11 +135,21 @@ def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool) -> Any:
     return sim
 
 
+def _start_standins(plane: Any) -> Any:
+    """The kit's stand-in JobSet and LeaderWorkerSet controllers, in a thread of this process."""
+    from admission.localcluster.standins import StandInControllers
+
+    print("stand-in JobSet and LeaderWorkerSet controllers running (admission/localcluster/standins.py)", flush=True)
+    return StandInControllers(plane.client()).start()
+
+
 def start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
+    from admission.localcluster import standins
     from admission.localcluster.controlplane import free_port
 
-    plane.kubectl("apply", "-f", str(REPO / "crds"))
-    plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    # The workload CRDs before draq starts: it watches only the kinds served when it starts.
+    plane.kubectl("apply", "-f", str(REPO / "crds"), *(f"--filename={p}" for p in standins.crd_files()))
+    _wait_for_crds(plane)
     plane.kubectl("create", "namespace", "draq-system")
     kubeconfig = _service_account_kubeconfig(plane)
     port, metrics_port = free_port(), free_port()
@@ -137,7 +157,8 @@ def start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "admission.cli.main", "run", "--no-leader-election",
             "--webhook-host", "127.0.0.1", "--webhook-port", str(port),
             "--webhook-url", f"https://127.0.0.1:{port}",
-            "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics_port)]
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(metrics_port),
+            "--integrations", ",".join(INTEGRATIONS)]
     if version:
         argv += ["--kubernetes-version", version]
     env = dict(os.environ, KUBECONFIG=str(kubeconfig))
@@ -157,6 +178,21 @@ def start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
     raise DemoError(f"draq's webhook configurations did not appear within 60s; read {log}")
 
 
+def _wait_for_crds(plane: Any, timeout: float = 60.0) -> None:
+    """Wait until every CRD is served. `kubectl wait` fails at once on a CRD created so recently that it has
+    no conditions yet, so it is asked again until the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = max(deadline - time.monotonic(), 1.0)
+        result = plane.kubectl("wait", "--for=condition=Established", "crd", "--all", f"--timeout={left:.0f}s",
+                               check=False, timeout=left + 10)
+        if result.returncode == 0:
+            return
+        if time.monotonic() >= deadline:
+            raise DemoError(f"the CRDs were not established within {timeout:.0f}s: {result.stderr.strip()}")
+        time.sleep(0.3)
+
+
 def _service_account_kubeconfig(plane: Any) -> Path:
     """draq runs as its own ServiceAccount, as in a cluster: its webhook lets only that identity remove
     the admission gate. Its rights are the Helm chart's, from the same rule files (charts/draq/files/rbac/)."""
@@ -166,7 +202,9 @@ def _service_account_kubeconfig(plane: Any) -> Path:
 
     from admission.localcluster import rbac
 
-    plane.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(m) for m in rbac.manifests("draq-system")))
+    rights = rbac.Rights(frameworks=INTEGRATIONS)
+    plane.kubectl("apply", "-f", "-",
+                  input="\n---\n".join(json.dumps(m) for m in rbac.manifests("draq-system", rights=rights)))
     token = plane.kubectl("create", "token", "draq", "-n", "draq-system", "--duration=24h").stdout.strip()
     config = yaml.safe_load(plane.kubeconfig.read_text())
     config["users"] = [{"name": "user", "user": {"token": token}}]
@@ -180,10 +218,12 @@ def _submit_workloads(plane: Any) -> None:
     plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
     for namespace in ("research", "serving"):
         plane.wait_for_service_account(namespace)
-    for i, name in enumerate(("workloads.yaml", "later-workloads.yaml")):
+    for i, names in enumerate((FIRST_WORKLOADS, LATER_WORKLOADS)):
         time.sleep(2 * i)  # the later gang arrives second, so FIFO order is visible
-        result = plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / name), check=False)
-        print(f"\n$ kubectl apply -f examples/demo/{name}\n" + (result.stdout + result.stderr).strip(), flush=True)
+        for name in names:
+            result = plane.kubectl("apply", "-f", str(DEMO_MANIFESTS / name), check=False)
+            print(f"\n$ kubectl apply -f examples/demo/{name}\n" + (result.stdout + result.stderr).strip(),
+                  flush=True)
 
 
 def _show(plane: Any, elapsed: float) -> None:
@@ -192,6 +232,7 @@ def _show(plane: Any, elapsed: float) -> None:
              ("pods", ["-A", "-l", GROUP_LABEL, "-o",
                        "custom-columns=NAMESPACE:.metadata.namespace,POD:.metadata.name,"
                        f"GROUP:.metadata.labels.{_JSONPATH_GROUP_LABEL},"
+                       "OWNER:.metadata.ownerReferences[0].name,"
                        "GATES:.spec.schedulingGates[*].name,"
                        "NODE:.spec.nodeName,PHASE:.status.phase"])]
     for kind, extra in views:

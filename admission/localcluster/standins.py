@@ -11,10 +11,11 @@ are, and these small controllers create the object graph the real ones create, a
   Job of the ones before it has all its pods ready; `spec.suspend` is copied to every child Job.
 - **LeaderWorkerSet** (`leaderworkerset.x-k8s.io/v1`): a leader StatefulSet named `<lws>` with
   `spec.replicas` pods (owned by the LWS), and for each leader pod a worker StatefulSet `<lws>-<index>`
-  with `size - 1` pods, owned by the leader pod; `startupPolicy: LeaderReady` creates the workers only once
-  their leader is ready. Worker templates carry `leaderworkerset.sigs.k8s.io/name` and `group-index`;
-  leader pods carry the name, and their group index is the StatefulSet's pod index (the real controller's
-  pod webhook adds `group-index` to leaders; these stand-ins have no webhook).
+  with `size - 1` pods numbered from 1 (`<lws>-<index>-1`, ...), owned by the leader pod;
+  `startupPolicy: LeaderReady` creates the workers only once their leader is ready. Worker templates
+  carry `leaderworkerset.sigs.k8s.io/name` and `group-index`; leader pods carry the name, and their group
+  index is the StatefulSet's pod index (the real controller's pod webhook adds `group-index` to leaders;
+  these stand-ins have no webhook).
 
 Not modelled: status beyond what draq reads, failure and success policies, restarts, rolling updates,
 DNS and Services, exclusive placement (the real controllers' webhooks add pod affinity for it).
@@ -103,8 +104,10 @@ def worker_statefulset(lws: Mapping[str, Any], leader_pod: Mapping[str, Any], in
     template = spec.get("leaderWorkerTemplate") or {}
     size = _int(template.get("size"), 1)
     selector = {f"{LWS_LABELS}/name": meta["name"], f"{LWS_LABELS}/group-index": str(index)}
-    return _statefulset(f"{meta['name']}-{index}", meta["namespace"], size - 1,
-                        _with_labels(template.get("workerTemplate") or {}, selector), selector, leader_pod)
+    workers = _statefulset(f"{meta['name']}-{index}", meta["namespace"], size - 1,
+                           _with_labels(template.get("workerTemplate") or {}, selector), selector, leader_pod)
+    workers["spec"]["ordinals"] = {"start": 1}  # the leader is worker 0 of its group
+    return workers
 
 
 def _statefulset(name: str, namespace: str, replicas: int, template: dict[str, Any], selector: Mapping[str, str],

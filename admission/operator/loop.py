@@ -47,6 +47,7 @@ from admission.core.cycle import (
     pending_counts,
     pending_status,
     phase_change,
+    slots_given_up_event,
     unreleased_members,
 )
 from admission.core.errors import DraqError
@@ -376,7 +377,11 @@ class Operator:
             if pod.key in grown.placement.nodes:
                 await self.writer.ungate(pod.namespace, pod.name, reading.pod_manifest(pod.namespace, pod.name),
                                          grown.placement.nodes[pod.key])
-        await self.writer.event(written, LATE_CONDITION, late_admitted_event(grown))
+        if grown.given_up:
+            given_up = slots_given_up_event(grown)
+            await self.writer.event(written, given_up.reason, given_up.message, warning=given_up.warning)
+        if grown.placement.nodes:
+            await self.writer.event(written, LATE_CONDITION, late_admitted_event(grown))
 
     async def _report_late_wait(self, reading: Reading, group: GroupView, wait: LateWait) -> None:
         if self._said.get(f"late {group.key}") == wait.message:

@@ -46,7 +46,7 @@ from admission.core.quota import (
     parse_sealed_pod_group,
     unreadable,
 )
-from admission.core.workloads import LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL, Membership, controller_of, membership
+from admission.core.workloads import Membership, controller_of, membership, walk_key
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.reflector import Key
 from admission.operator.cache import OperatorCache
@@ -184,7 +184,7 @@ class CacheReader:
                 manifest = manifests.get(ObjectRef("Pod", pod.namespace, pod.name))
                 if manifest is None or not (controller_of(manifest) or pod.workload):
                     continue
-                key = _chain_key(manifest)
+                key = walk_key(manifest)
                 if key not in walked:
                     walked[key] = membership(manifest, owners, self.workload_kinds)
                 members[pod.name] = walked[key]
@@ -436,14 +436,3 @@ class _CacheOwners:
             return None
         key = (namespace, name)
         return self.cache.assumed(kind).get(key) or reflector.store.get(key)
-
-
-def _chain_key(pod: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a pod's owner chain depends on: pods alike in it share one walk."""
-    owner = controller_of(pod)
-    labels = _meta(pod).get("labels") or {}
-    spec = pod.get("spec")
-    ref = spec.get("workloadRef") if isinstance(spec, Mapping) else None
-    return (_meta(pod).get("namespace"), owner.get("apiVersion"), owner.get("kind"), owner.get("name"),
-            labels.get(LWS_NAME_LABEL), labels.get(LWS_GROUP_INDEX_LABEL),
-            tuple(sorted(ref.items())) if isinstance(ref, Mapping) else None)

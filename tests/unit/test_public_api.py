@@ -25,8 +25,9 @@ PUBLIC = {
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
         "planned_allocation", "preempted_message", "preempted_status", "promised_allocations", "promised_devices",
-        "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle", "unit_failures_of",
-        "unknown_owner_event", "unreadable_owner", "unreleased_members", "victims_of", "with_owners"
+        "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle",
+        "slots_given_up_event", "unit_failures_of", "unknown_owner_event", "unreadable_owner", "unreleased_members",
+        "victims_of", "with_owners"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
@@ -75,7 +76,8 @@ PUBLIC = {
     "admission.core.workloads": [
         "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
         "Grouping", "Membership", "Owners", "RoleSpec",
-        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
+        "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "walk_key",
+        "with_required",
     ],
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"

@@ -60,6 +60,7 @@ from admission.core.cycle.status import (
     phase_change,
     plan_status,
     resized_event,
+    slots_given_up_event,
     unknown_owner_event,
 )
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, STEPS, StepTimer
@@ -142,6 +143,7 @@ __all__ = [
     "requeue",
     "resized_event",
     "run_cycle",
+    "slots_given_up_event",
     "unit_failures_of",
     "unknown_owner_event",
     "unreadable_owner",

@@ -174,14 +174,18 @@ def with_owners(group: GroupView, members: Mapping[str, Membership]) -> GroupVie
     """The group as its members' owner chains (`members`, by pod name) make it: its declared shape, and its
     minimum from that shape; or a problem that keeps it waiting (an owner that
     cannot be read, two objects claiming the group, a label that contradicts the chain, a minimum above
-    the declared shape). A group that holds quota is left as it is: nothing it was admitted or charged
-    for changes under it."""
-    if group.holds_quota or group.problem or not members:
+    the declared shape). A group that holds quota keeps its minimum and is given no problem: nothing it
+    was admitted or charged for changes under it; it is only given its declared shape, whose role templates
+    its late members are matched against for the slots its plan keeps open."""
+    if group.problem or not members:
         return group
     problem = _chain_problem(group, members)
+    gangs = [m for m in members.values() if m.gang]
+    if group.holds_quota:
+        declared = declared_shape(gangs[0]) if gangs and not problem else None
+        return group if declared is None else replace(group, declared=declared)
     if problem:
         return replace(group, problem=problem)
-    gangs = [m for m in members.values() if m.gang]
     declared = declared_shape(gangs[0]) if gangs else None
     if declared is None:
         return group

@@ -7,14 +7,20 @@ member is placed with the allocator on the cycle's snapshot, next to everything 
 slots included; inside the group's domain when it requires one, `cycle.topology`), and charged; if it
 fits both its devices and the group's ClusterQueue, the group's record grows (charge and plan) and the
 member is released pinned like the others. Otherwise it stays gated and the group says why.
+
+A member that matches no role of the declared shape at all (an admission plugin changed its requests, say)
+while the group has more members and open slots than declared slots stands for one of those open slots: it
+waits one cycle while the last open slot is given up (its devices and node room released, its charge taken
+off the group's), then is placed as itself like any other late member. So a slot that no member will ever
+take is not held until the bind timeout evicts the whole group.
 """
 
 from __future__ import annotations
 
 from admission.core.allocator import Allocator, Usage, members_for
-from admission.core.cycle.groups import GroupView
-from admission.core.cycle.plans import filled, recorded_plan
-from admission.core.cycle.shape import take_slots
+from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
+from admission.core.cycle.plans import filled, given_up, planned_allocation, recorded_plan
+from admission.core.cycle.shape import matches, placeholder, take_slots
 from admission.core.cycle.topology import place_late
 from admission.core.cycle.types import CycleInput, Extend, LateWait
 from admission.core.errors import DraqError
@@ -22,11 +28,13 @@ from admission.core.models import Pod
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     NONE,
+    Amounts,
     GroupObjects,
     Inventory,
     Placement,
     Plan,
     QueueState,
+    Slot,
     Unchargeable,
     charge_group,
 )
@@ -53,6 +61,9 @@ def extend(group: GroupView, late: tuple[Pod, ...], state: QueueState, allocator
     plan = filled(pod_group.plan, taken)
     joined = Extend(group.key, pod_group.cluster_queue, pod_group.charge, NONE, plan,
                     Placement({pod.key: slot.node for pod, slot in taken}), tuple(pod.key for pod, _ in taken))
+    strays = _strays(group, plan, rest)
+    if strays:
+        return _give_up(group, joined, strays, cycle, inventory)
     if not rest:
         return joined
     fresh = _placed_afresh(group, rest, plan, state, allocator, usage, nodes, inventory, cycle)
@@ -89,6 +100,46 @@ def _placed_afresh(group: GroupView, late: tuple[Pod, ...], plan: Plan, state: Q
     more = recorded_plan(late, placed.placements, placed.allocations)
     combined = Plan(plan.nodes + more.nodes, plan.claims + more.claims, plan.slots)
     return Extend(group.key, pod_group.cluster_queue, pod_group.charge + added, added, combined, placement)
+
+
+def _strays(group: GroupView, plan: Plan, rest: tuple[Pod, ...]) -> tuple[tuple[Pod, Slot], ...]:
+    """Late members that match no role of the declared shape, each with the open slot it stands for (from the
+    last, as at admission): only while the group's live members and open slots outnumber its slots."""
+    if group.declared is None or not plan.open_slots:
+        return ()
+    live = sum(1 for p in group.pods if p.phase not in TERMINAL_PHASES)
+    extra = live + len(plan.open_slots) - len(plan.slots)
+    strays = [p for p in rest if not any(matches(p, role.template) for role in group.declared.roles)]
+    return tuple(zip(strays[:max(extra, 0)], reversed(plan.open_slots), strict=False))
+
+
+def _give_up(group: GroupView, joined: Extend, strays: tuple[tuple[Pod, Slot], ...], cycle: CycleInput,
+             inventory: Inventory) -> Extend:
+    """The record with the strays' slots given up and their charge taken off; members that took a slot go."""
+    freed = NONE
+    for _, slot in strays:
+        freed = freed + _slot_charge(group, joined.plan, slot, cycle, inventory)
+    return Extend(group.key, joined.cluster_queue, (joined.charge - freed).maximum(NONE), NONE,
+                  given_up(joined.plan, strays), joined.placement, joined.joined,
+                  tuple((pod.name, slot.name) for pod, slot in strays), freed)
+
+
+def _slot_charge(group: GroupView, plan: Plan, slot: Slot, cycle: CycleInput, inventory: Inventory) -> Amounts:
+    """What an open slot was charged: its role template on its node with its planned devices. Nothing when that
+    cannot be told alone (the template shares a claim it names, or no longer charges): the charge then stays
+    until the running group's charge correction."""
+    role = next((r for r in group.declared.roles if r.name == slot.role), None) if group.declared else None
+    if role is None or any(e.resource_claim_name for e in role.template.resource_claims):
+        return NONE
+    pod = placeholder(role, slot, group.namespace)
+    allocations = {f"{group.namespace}/{claim.name}": planned_allocation(claim) for claim in plan.claims
+                   if claim.name.partition("/")[0] == slot.name}
+    snapshot = cycle.snapshot
+    try:
+        return charge_group(GroupObjects((pod,), snapshot.claims, snapshot.templates), cycle.units, inventory,
+                            cycle.matches, Placement({pod.key: slot.node}, allocations)).total
+    except Unchargeable:
+        return NONE
 
 
 def _no_slot(group: GroupView) -> str:

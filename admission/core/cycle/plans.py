@@ -88,6 +88,17 @@ def filled(plan: Plan, taken: Sequence[tuple[Pod, Slot]]) -> Plan:
     return Plan(nodes, claims, slots)
 
 
+def given_up(plan: Plan, pairs: Sequence[tuple[Pod, Slot]]) -> Plan:
+    """`plan` with open slots given up to members that match no role: each slot names its member, who is not
+    placed on it, and the slot's planned claims are dropped, so its devices are no longer promised."""
+    if not pairs:
+        return plan
+    by_slot = {slot.name: pod for pod, slot in pairs}
+    slots = tuple(dataclasses.replace(s, pod=by_slot[s.name].name) if s.name in by_slot else s for s in plan.slots)
+    claims = tuple(c for c in plan.claims if c.name.partition("/")[0] not in by_slot)
+    return Plan(plan.nodes, claims, slots)
+
+
 def _renamed(claim: PlannedClaim, by_slot: Mapping[str, Pod]) -> PlannedClaim:
     owner, sep, entry = claim.name.partition("/")
     pod = by_slot.get(owner) if sep else None

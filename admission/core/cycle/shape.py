@@ -10,7 +10,9 @@ A pod matches a template when it needs exactly the room the template was given: 
 init containers, in order, with the same requests and limits; the same pod-level resources and overhead;
 the same claims (entry names, each naming the same ResourceClaim or the same ResourceClaimTemplate); and
 the same node constraints (node selector, required node affinity, tolerations, `spec.nodeName`). Names,
-labels, annotations and images do not count.
+labels, annotations and images do not count, nor does the order of tolerations; the not-ready and
+unreachable `NoExecute` tolerations the API server adds to every pod that has none
+(`DefaultTolerationSeconds`) count as present in a template, which the API server never admitted.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from admission.core.cycle.groups import GroupView
-from admission.core.models import DeclaredShape, Pod, Role
+from admission.core.models import DeclaredShape, Pod, Role, Toleration
 from admission.core.quota import Slot
 
 
@@ -92,8 +94,22 @@ def _needs(pod: Pod) -> tuple[object, ...]:
         tuple((c.requests, c.limits, c.restart_policy) for c in pod.init_containers),
         pod.resources, pod.overhead,
         tuple((e.name, e.resource_claim_name, e.resource_claim_template_name) for e in pod.resource_claims),
-        pod.node_selector, pod.node_affinity, pod.tolerations, pod.node_name,
+        pod.node_selector, pod.node_affinity, _admitted_tolerations(pod.tolerations), pod.node_name,
     )
+
+
+_NOT_READY, _UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
+_NO_EXECUTE, _EXISTS = "NoExecute", "Exists"
+
+
+def _admitted_tolerations(tolerations: Iterable[Toleration]) -> frozenset[Toleration]:
+    """Tolerations as the API server stores them: with a not-ready and an unreachable `NoExecute` toleration
+    added where none covers that key and effect (its `DefaultTolerationSeconds` plugin; the seconds do not
+    change where a pod may be placed)."""
+    own = frozenset(tolerations)
+    added = {Toleration(key, _EXISTS, "", _NO_EXECUTE) for key in (_NOT_READY, _UNREACHABLE)
+             if not any(t.key in ("", key) and t.effect in ("", _NO_EXECUTE) for t in own)}
+    return own | added
 
 
 def role_template(shape: DeclaredShape | None, role: str) -> Pod | None:

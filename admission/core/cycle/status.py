@@ -121,6 +121,17 @@ def late_admitted_event(grown: Extend) -> str:
     return f"late member(s) admitted into the group, charged {grown.added.describe()} more; placed {placed}"
 
 
+def slots_given_up_event(grown: Extend) -> GroupEvent:
+    """Members that match no role of the group's declared shape, and the open slots given up for them: why they
+    wait, as a Warning."""
+    pairs = ", ".join(f"{pod} (slot {slot})" for pod, slot in grown.given_up)
+    return GroupEvent("SlotsGivenUp", f"late member(s) {pairs} match no role template of the group's declared shape "
+                      "(containers' requests and limits, claims and node constraints must equal a template's; an "
+                      "admission plugin may have changed them): their slots are given up, releasing their devices "
+                      f"and node room and {grown.freed.describe()} of the charge, and they are placed as themselves "
+                      "from the next admission cycle", warning=True)
+
+
 def late_wait_event(wait: LateWait) -> GroupEvent:
     """Late members that stay gated: why, as a Warning (posted once per distinct message)."""
     return GroupEvent("MembersWaiting", wait.message, warning=True)

@@ -15,7 +15,16 @@ from admission.core.allocator import Snapshot, Usage
 from admission.core.cycle.groups import GroupView
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, ObjectRef, Topology
-from admission.core.quota import Amounts, CompiledUnit, LocalQueue, Placement, Plan, QueueState, SelectionFilter
+from admission.core.quota import (
+    NONE,
+    Amounts,
+    CompiledUnit,
+    LocalQueue,
+    Placement,
+    Plan,
+    QueueState,
+    SelectionFilter,
+)
 
 DEFAULT_QUEUE_BUDGET = 64
 DEFAULT_QUEUE_MISSES = 8
@@ -79,6 +88,11 @@ class Extend:
     # Keys of the late members that took a reserved slot: their node room and devices were held (and
     # charged) since admission, so they add nothing to the cycle's usage.
     joined: tuple[str, ...] = ()
+    # (member, slot) pairs: members that match no role of the declared shape stand for these open slots,
+    # which are given up (their devices and node room released, `freed` taken off the charge); the
+    # members are placed as themselves from the next cycle on.
+    given_up: tuple[tuple[str, str], ...] = ()
+    freed: Amounts = NONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,11 +19,13 @@ from admission.core.workloads.membership import (
     Owners,
     controller_of,
     membership,
+    walk_key,
 )
 from admission.core.workloads.shapes import RoleSpec, job_size
 
 __all__ = [
     "BY_KIND", "DEFAULT_FRAMEWORKS", "FRAMEWORKS", "KINDS", "LWS_GROUP_INDEX_LABEL", "LWS_NAME_LABEL", "REQUIRES",
     "Grouping", "Membership", "Owners", "RoleSpec",
-    "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "with_required",
+    "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "walk_key",
+    "with_required",
 ]

@@ -97,6 +97,20 @@ def membership(pod: Mapping[str, Any], owners: Owners, enabled: frozenset[str]) 
     return _walk(namespace, owner, owners, enabled)
 
 
+def walk_key(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What `membership` reads from the pod itself: pods with equal keys have the same membership (their
+    owners read alike), so a reader may walk once for all of them."""
+    meta = _map(pod.get("metadata"))
+    owner = controller_of(pod)
+    labels = _labels(pod)
+    lws = labels.get(LWS_NAME_LABEL)
+    # A LeaderWorkerSet leader without a group-index label takes its StatefulSet pod index as its group's.
+    pod_index = labels.get(STATEFULSET_POD_INDEX_LABEL) if lws is not None else None
+    workload_ref = _map(_map(pod.get("spec")).get("workloadRef"))
+    return (meta.get("namespace"), owner.get("apiVersion"), owner.get("kind"), owner.get("name"),
+            lws, labels.get(LWS_GROUP_INDEX_LABEL), pod_index, tuple(sorted(workload_ref.items())))
+
+
 def _walk(namespace: str, owner: Mapping[str, Any], owners: Owners, enabled: frozenset[str]) -> Membership:
     chain: list[tuple[WorkloadKind, ObjectRef, Mapping[str, Any]]] = []
     while owner and len(chain) < _MAX_CHAIN:

@@ -27,6 +27,7 @@ from admission.core.cycle import (
     promised_pods,
     rebuild_state,
     run_cycle,
+    slots_given_up_event,
     unreleased_members,
 )
 from admission.core.cycle.eviction import unbound_members
@@ -188,28 +189,65 @@ def test_a_late_member_joins_its_slot_pinned() -> None:
     assert grown.placement.allocations == {}  # the slot's devices were held already
 
 
-def test_a_member_that_does_not_match_its_role_is_not_placed_on_a_slot() -> None:
-    declared = shape(("worker", 8))
-    admit = admit_shape(cluster(), declared)
-    objects = [*cluster(), gpu_template("big", 2), worker("js-odd", gpus_template="big")]
-    groups = declared_groups(objects, [admitted_record(admit, declared)], declared)
-    wait = run(objects, groups, [gpu_queue("main", 16)]).decision(f"{NS}/js")
-    assert isinstance(wait, LateWait)
-    assert "js-odd fit on no node now (it matches no open slot's role template" in wait.message
+def grown_record(admit: Admit, grown: Extend, members: int) -> PodGroup:
+    """The PodGroup as the operator writes it after `admit` and then `grown`."""
+    return model(pod_group("js", len(admit.plan.slots), "lq", namespace=NS, status={
+        **admitted_status(admit, members, NOW), **extended_status(grown, members, admit.borrowed)}))
 
 
-def test_a_mismatching_member_is_placed_afresh_beside_the_slots() -> None:
+def test_a_member_that_matches_no_role_gives_up_an_open_slot_then_is_placed_as_itself() -> None:
     declared = shape(("worker", 4))
     admit = admit_shape(cluster(), declared)
     objects = [*cluster(), gpu_template("big", 2), worker("js-odd", gpus_template="big")]
     groups = declared_groups(objects, [admitted_record(admit, declared)], declared)
     result = run(objects, groups, [gpu_queue("main", 16)])
-    grown = result.decision(f"{NS}/js")
-    assert isinstance(grown, Extend) and grown.joined == ()
-    assert grown.added.describe() == "gpus 2" and grown.charge.describe() == "gpus 6"
-    assert all(s.open for s in grown.plan.slots)
-    slot_nodes = {s.node for s in grown.plan.slots}
-    assert grown.placement.nodes[f"{NS}/js-odd"] not in slot_nodes  # the slots filled one node
+    given = result.decision(f"{NS}/js")
+    assert isinstance(given, Extend) and given.given_up == (("js-odd", "worker#3"),)
+    assert given.placement.nodes == {} and given.joined == ()  # it waits this cycle
+    assert given.freed.describe() == "gpus 1" and given.charge.describe() == "gpus 3"
+    assert result.state.usage("main").describe() == "gpus 3"
+    slots = {s.name: s.pod for s in given.plan.slots}
+    assert slots["worker#3"] == "js-odd"
+    assert [s.name for s in given.plan.open_slots] == [f"worker#{i}" for i in range(3)]
+    assert not any(c.name.startswith("worker#3/") for c in given.plan.claims)  # its devices are not promised
+    event = slots_given_up_event(given)
+    assert event.warning and "js-odd (slot worker#3) match no role template" in event.message
+    assert "gpus 1 of the charge" in event.message
+
+    again = declared_groups(objects, [grown_record(admit, given, 1)], declared)
+    placed = run(objects, again, [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(placed, Extend) and placed.given_up == () and placed.joined == ()
+    assert placed.added.describe() == "gpus 2" and placed.charge.describe() == "gpus 5"
+    assert f"{NS}/js-odd" in placed.placement.nodes
+
+
+def test_a_member_that_matches_no_role_and_fits_nowhere_waits_with_the_reason() -> None:
+    declared = shape(("worker", 8))
+    admit = admit_shape(cluster(), declared)
+    objects = [*cluster(), gpu_template("big", 2), worker("js-odd", gpus_template="big")]
+    groups = declared_groups(objects, [admitted_record(admit, declared)], declared)
+    given = run(objects, groups, [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(given, Extend) and given.given_up == (("js-odd", "worker#7"),)
+    again = declared_groups(objects, [grown_record(admit, given, 1)], declared)
+    wait = run(objects, again, [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(wait, LateWait)  # one GPU freed on each node is not two on one
+    assert "js-odd fit on no node now (it matches no open slot's role template" in wait.message
+
+
+def test_a_replacement_that_matches_no_role_keeps_the_open_slots() -> None:
+    """A member that replaces a failed one does not stand for an open slot: the slots still wait for theirs."""
+    declared = shape(("worker", 4))
+    admit = admit_shape(cluster(), declared)
+    first = [*cluster(), worker("js-w-0")]
+    grown = run(first, declared_groups(first, [admitted_record(admit, declared)], declared),
+                [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(grown, Extend)
+    failed = worker("js-w-0", gated=False, node="node-0", phase="Failed")
+    objects = [*cluster(), gpu_template("big", 2), failed, worker("js-odd", gpus_template="big")]
+    groups = declared_groups(objects, [grown_record(admit, grown, 1)], declared)
+    placed = run(objects, groups, [gpu_queue("main", 16)]).decision(f"{NS}/js")
+    assert isinstance(placed, Extend) and placed.given_up == ()
+    assert placed.added.describe() == "gpus 2" and len(placed.plan.open_slots) == 3
 
 
 def test_in_order_startup_releases_the_first_members_and_holds_the_rest() -> None:
@@ -367,3 +405,35 @@ def test_what_a_member_must_share_with_its_role_template() -> None:
     elsewhere: Pod = model(pod("x", NS, templates={"gpu": WORKER_GPUS}, requests={"cpu": "1"},
                                node_selector={"zone": "b"}))
     assert not any(matches(p, template) for p in (other_cpu, other_claim, elsewhere))
+
+
+def test_the_api_servers_default_tolerations_do_not_make_a_member_differ() -> None:
+    """The API server adds not-ready and unreachable NoExecute tolerations to every pod that has none; the
+    template, never admitted, lacks them."""
+    template = template_pod()
+    defaults = [{"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")]
+    admitted: Pod = model({**(w := worker("js-w-0")), "spec": {**w["spec"], "tolerations": defaults}})
+    assert matches(admitted, template)
+    gpu_toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    tolerant: Pod = model({**w, "spec": {**w["spec"], "tolerations": [*defaults, gpu_toleration]}})
+    assert not matches(tolerant, template)  # a toleration of its own still counts
+    everything = dataclasses.replace(template, tolerations=model(
+        {**w, "spec": {**w["spec"], "tolerations": [{"operator": "Exists"}]}}).tolerations)
+    assert not matches(admitted, everything)
+    assert matches(model({**w, "spec": {**w["spec"], "tolerations": [{"operator": "Exists"}]}}), everything)
+
+
+def test_a_late_member_as_the_api_server_stored_it_joins_its_slot() -> None:
+    declared = shape(("worker", 2))
+    admit = admit_shape(cluster(), declared)
+    defaults = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300}]
+    late = worker("js-w-0")
+    late["spec"]["tolerations"] = defaults
+    objects = [*cluster(), late]
+    groups = declared_groups(objects, [admitted_record(admit, declared)], declared)
+    grown = run(objects, groups, [gpu_queue("main", 2)]).decision(f"{NS}/js")
+    assert isinstance(grown, Extend) and grown.joined == (f"{NS}/js-w-0",) and not grown.added

@@ -48,5 +48,6 @@ def test_leader_and_worker_sets() -> None:
     leader_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "serve-1", "uid": "p1"}}
     workers = worker_statefulset(lws, leader_pod, 1)
     assert (workers["metadata"]["name"], workers["spec"]["replicas"]) == ("serve-1", 3)
+    assert workers["spec"]["ordinals"] == {"start": 1}  # pods serve-1-1 to serve-1-3, as the real controller's
     assert workers["metadata"]["ownerReferences"][0]["name"] == "serve-1"
     assert workers["spec"]["template"]["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"] == "1"

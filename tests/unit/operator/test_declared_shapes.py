@@ -67,3 +67,30 @@ def test_a_declared_group_is_admitted_empty_and_its_member_released_to_its_slot(
         await operator.cache.stop()
 
     asyncio.run(go())
+
+
+def test_a_member_that_matches_no_role_gives_its_slot_up_says_so_then_is_released_as_itself() -> None:
+    async def go() -> None:
+        api = cluster()
+        api.add(gpu_template("js-gpus", 1), gpu_template("big", 2), b.pod_group("js", 4, "lq", namespace=NS))
+        operator = await started(api)
+        knowing_the_owner(operator)
+        await operator.reconcile()
+        odd = member("js-odd", "js", group_min=4, template="big")
+        odd["spec"]["workloadRef"] = workload_ref("js")
+        api.add(odd)
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        status = api.get_object("PodGroup", NS, "js")["status"]  # type: ignore[index]
+        assert [s.get("pod", "") for s in status["plan"]["slots"]] == ["", "", "", "js-odd"]
+        assert status["charge"] == [{"unit": "gpus", "amount": "3"}] and gates_of(api, "js-odd") == [GATE]
+        events = [w.body for w in api.writes_to("/events")]
+        assert [e["reason"] for e in events][-1] == "SlotsGivenUp" and events[-1]["type"] == "Warning"
+        await operator.reconcile()
+        status = api.get_object("PodGroup", NS, "js")["status"]  # type: ignore[index]
+        assert status["charge"] == [{"unit": "gpus", "amount": "5"}] and gates_of(api, "js-odd") == []
+        assert "js-odd" in [p["name"] for p in status["plan"]["pods"]]
+        assert "MembersAdmitted" in [w.body["reason"] for w in api.writes_to("/events")]
+        await operator.cache.stop()
+
+    asyncio.run(go())

@@ -124,3 +124,39 @@ def test_an_unreadable_owner_keeps_the_group_waiting_with_the_right_it_needs() -
         await operator.cache.stop()
 
     asyncio.run(go())
+
+
+def test_each_leaderworkerset_replica_group_is_a_gang_of_its_own() -> None:
+    """Leaders share their StatefulSet and labels but for the pod index, which names their replica group."""
+    lws_labels = "leaderworkerset.sigs.k8s.io"
+
+    def replica_group(index: int) -> list[dict[str, Any]]:
+        leader, worker = gang(f"chat-{index}", 2, 2)[1:]
+        for pod, owner, labels in (
+                (leader, "chat", {f"{lws_labels}/worker-index": "0", "apps.kubernetes.io/pod-index": str(index)}),
+                (worker, f"chat-{index}", {f"{lws_labels}/group-index": str(index)})):
+            pod["metadata"]["labels"].update({f"{lws_labels}/name": "chat", **labels})
+            pod["metadata"]["ownerReferences"] = [
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner, "uid": f"uid-{owner}",
+                 "controller": True}]
+        return [leader, worker]
+
+    async def go() -> None:
+        api, clock = cluster(gpus=16), FakeClock()
+        lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": {"name": "chat", "namespace": NS},
+               "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
+                   "spec": {"containers": [{"name": "c"}]}}}}}
+        api.add(lws, gang("chat-0", 2, 2)[0], gang("chat-1", 2, 2)[0], *replica_group(0), *replica_group(1))
+        api.discovery = {"leaderworkerset.x-k8s.io/v1": ["leaderworkersets"], "apps/v1": []}
+        settings = OperatorSettings(leader_election=False, kubernetes_version="1.35",
+                                    frameworks=("leaderworkerset.x-k8s.io/leaderworkerset",))
+        operator = Operator(settings, api=api, clock=clock)
+        await operator.watch_owners()
+        await operator.cache.start(timeout=5)
+        await settle(operator)
+        phases = {g: (record(api, g)["phase"], record(api, g)["message"]) for g in ("chat-0", "chat-1")}
+        assert [phase for phase, _ in phases.values()] == ["Admitted", "Admitted"], phases
+        await operator.cache.stop()
+
+    asyncio.run(go())

@@ -64,8 +64,16 @@ def test_a_group_that_holds_quota_does_not_change() -> None:
     assert with_owners(admitted, {"a": job_member("train")}) == admitted
 
 
-def _admitted() -> PodGroup:
+def test_a_group_that_holds_quota_is_given_its_declared_shape_and_keeps_its_minimum() -> None:
+    """Its late members take the slots its plan keeps open by matching the role templates of its shape."""
+    admitted = replace(view("train", "a"), pod_group=_admitted("train"))
+    group = with_owners(admitted, {"a": job_member("train", 3)})
+    assert group.declared is not None and group.declared.total == 3
+    assert (group.min_member, group.problem) == (1, "")
+
+
+def _admitted(name: str = "mine") -> PodGroup:
     return parse_pod_group({"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup",
-                            "metadata": {"name": "mine", "namespace": NS},
+                            "metadata": {"name": name, "namespace": NS},
                             "spec": {"queue": "lq", "minMember": 1},
                             "status": {"phase": "Admitted", "clusterQueue": "cq"}})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from admission.core.models import ObjectRef
-from admission.core.workloads import KINDS, Membership, declared_shape, membership
+from admission.core.workloads import KINDS, Membership, declared_shape, membership, walk_key
 from tests.unit.workloads.manifests import GPU_TEMPLATE, NS, Store, job_spec, obj, owner_ref, pod
 
 ALL = frozenset(k.kind for k in KINDS)
@@ -217,3 +217,24 @@ def test_a_leader_without_the_group_index_label_takes_its_pod_index() -> None:
 
     found = member_of(pod, Owners(), frozenset({"LeaderWorkerSet", "StatefulSet"}))
     assert (found.group, found.queue, found.minimum, found.problem) == ("serve-1", "lq", 3, "")
+
+
+def leader(index: int) -> dict:
+    return pod(f"serve-{index}", owner_ref("apps/v1", "StatefulSet", "serve"),
+               {"leaderworkerset.sigs.k8s.io/name": "serve", "apps.kubernetes.io/pod-index": str(index)})
+
+
+def test_leaders_of_one_statefulset_are_walked_apart_by_their_pod_index() -> None:
+    """Leaders share their owner StatefulSet but not their group: a reader walking once per key must tell them
+    apart, and find each one's own replica group."""
+    keys = {walk_key(leader(i)) for i in range(3)}
+    assert len(keys) == 3
+    assert [membership(leader(i), Store(lws()), ALL).group for i in range(3)] == ["serve-0", "serve-1", "serve-2"]
+
+
+def test_pods_alike_in_what_their_membership_reads_share_a_walk_key() -> None:
+    workers = [pod(f"serve-1-{w}", owner_ref("apps/v1", "StatefulSet", "serve-1"), lws_labels(1, w)) for w in (1, 2)]
+    assert walk_key(workers[0]) == walk_key(workers[1])  # one worker StatefulSet, one replica group
+    jobs = [pod(f"train-{i}", owner_ref("batch/v1", "Job", "train"), {"apps.kubernetes.io/pod-index": str(i)})
+            for i in range(2)]
+    assert walk_key(jobs[0]) == walk_key(jobs[1])  # the pod index is read only for LeaderWorkerSet pods
