@@ -18,7 +18,7 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).parents[1]
 CRDS = ROOT / "crds"
-KINDS = ("clusterqueues", "localqueues", "quotaunits", "podgroups")
+KINDS = ("clusterqueues", "localqueues", "quotaunits", "podgroups", "topologies")
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def obj(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None
 def test_crds_are_established_with_short_names_and_category(crds: ControlPlane) -> None:
     resources = crds.kubectl("api-resources", "--api-group=draq.io", "-o", "wide").stdout
     for kind, short in (("clusterqueues", "cq"), ("localqueues", "lq"), ("quotaunits", "qu"),
-                        ("podgroups", "pg")):
+                        ("podgroups", "pg"), ("topologies", "topo")):
         line = next(row for row in resources.splitlines() if row.startswith(kind))
         assert f" {short} " in f" {line} " and "draq" in line
 
@@ -115,6 +115,14 @@ INVALID = [
     ("PodGroup", {"minMember": 0, "queue": "q"}, "spec.minMember", "greater than or equal to 1"),
     ("PodGroup", {"minMember": 2}, "spec.queue", "Required value"),
     ("LocalQueue", {}, "spec.clusterQueue", "Required value"),
+    ("PodGroup", {"minMember": 2, "queue": "q", "topology": {"required": "rack", "preferred": "rack"}},
+     "spec.topology", "set exactly one of required and preferred"),
+    ("Topology", {"levels": []}, "spec.levels", "should have at least 1"),
+    ("Topology", {"levels": [{"name": "rack"}]}, "spec.levels[0]", "set exactly one of nodeLabel and deviceAttribute"),
+    ("Topology", {"levels": [{"name": "Rack", "nodeLabel": "example.com/rack"}]}, "spec.levels[0].name",
+     "should match"),
+    ("Topology", {"levels": [{"name": "rack", "nodeLabel": "a"}, {"name": "rack", "nodeLabel": "b"}]},
+     "spec.levels[1]", "Duplicate value"),
 ]
 
 

@@ -29,6 +29,7 @@ CLUSTER_QUEUES = Resource(API_GROUP, API_GROUP_VERSION, "clusterqueues", "Cluste
 LOCAL_QUEUES = Resource(API_GROUP, API_GROUP_VERSION, "localqueues", "LocalQueue", True)
 QUOTA_UNITS = Resource(API_GROUP, API_GROUP_VERSION, "quotaunits", "QuotaUnit", False)
 POD_GROUPS = Resource(API_GROUP, API_GROUP_VERSION, "podgroups", "PodGroup", True)
+TOPOLOGIES = Resource(API_GROUP, API_GROUP_VERSION, "topologies", "Topology", False)
 DEVICE_TAINT_RULES = Resource("resource.k8s.io", "v1alpha3", "devicetaintrules", "DeviceTaintRule", False)
 WORKLOADS = Resource("scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True)
 MUTATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
@@ -38,7 +39,7 @@ VALIDATING_WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validating
 
 ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, DAEMON_SETS, STATEFUL_SETS, REPLICA_SETS,
        LEASES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES,
-       QUOTA_UNITS, POD_GROUPS, DEVICE_TAINT_RULES, WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
+       QUOTA_UNITS, POD_GROUPS, TOPOLOGIES, DEVICE_TAINT_RULES, WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
 BY_KIND = {resource.kind: resource for resource in ALL}
 
 

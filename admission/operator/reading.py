@@ -21,7 +21,15 @@ from admission.core.cycle import (
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
 from admission.core.labels import QUEUE_LABEL
-from admission.core.models import ObjectRef, Pod, ResourceQuota, apply_taint_rules, parse_object
+from admission.core.models import (
+    ObjectRef,
+    Pod,
+    ResourceQuota,
+    Topology,
+    apply_taint_rules,
+    parse_object,
+    parse_topology,
+)
 from admission.core.quota import (
     ClusterQueue,
     CompiledUnit,
@@ -144,6 +152,8 @@ class CacheReader:
         bad = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None
                else _own_queue(b, group_manifests, local_queues) if b.unsealed else b for b in self._bad("PodGroup")]
         bad += [b for kind in ("ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
+        topologies = self._topologies()
+        bad += self._bad("Topology") if "Topology" in self._parsed else []
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
         manifests: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef.of("Pod", _key(e.manifest)): e.manifest
@@ -155,7 +165,7 @@ class CacheReader:
         cycle = cycle_input(snapshot, self.gates, groups, state, local_queues, tuple(compiled),
                             namespace_labels=labels, now=self.clock.now(), timer=self.clock.monotonic,
                             invalid={b.ref: b.reason for b in bad},
-                            unit_failures=self._unit_failures(compiled, snapshot))
+                            unit_failures=self._unit_failures(compiled, snapshot), topologies=topologies)
         return Reading(cycle, queues, manifests, current, self._resource_quotas(), memberships)
 
     def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
@@ -182,6 +192,12 @@ class CacheReader:
                 found[group.key] = members
             updated.append(with_owners(group, members))
         return tuple(updated), found
+
+    def _topologies(self) -> dict[str, Topology]:
+        """The cached Topologies that parse, by name (none where the cache does not watch them)."""
+        if "Topology" not in self.cache.reflectors:
+            return {}
+        return {t.name: t for t in self._models("Topology", parse_topology)}
 
     def _parse_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
         """A PodGroup whose record draq can trace to its own writes (`admission.core.quota.seal`); without a

@@ -51,3 +51,20 @@ def test_the_abuse_benchmark_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytes
     bench.main(100, 1)
     printed = capsys.readouterr().out
     assert "team/train Admit" in printed and "92 BehindInQueue, 8 DevicesUnavailable" in printed
+
+
+@pytest.fixture()
+def topology_bench(monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("bench_topology", None)
+    return importlib.import_module("bench_topology")
+
+
+def test_the_topology_benchmarks_run(topology_bench: object, capsys: pytest.CaptureFixture[str]) -> None:
+    rack = topology_bench.RACK  # type: ignore[attr-defined]
+    topology_bench.bench_gang(4, 3, 8, 2, rack, 1)  # type: ignore[attr-defined]
+    topology_bench.bench_cycle(8, 4, 3, 8, 1)  # type: ignore[attr-defined]
+    topology_bench.bench_fragmentation(4, 3, 8, 10, 1)  # type: ignore[attr-defined]
+    printed = capsys.readouterr().out
+    assert "placed in rack rack-00" in printed and "run_cycle: 8 topology-constrained groups" in printed
+    assert "whole racks" in printed

@@ -12,7 +12,8 @@ PUBLIC = {
         "AllocationError", "Allocator", "DEFAULT_BUDGET", "Explanation", "GangMember", "GangPlacement",
         "INVALID_POOLS", "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
         "RequestExplanation", "Snapshot", "SnapshotInventory", "Status", "Usage", "allocation_to_manifest", "explain",
-        "explain_best", "members_for", "place_gang", "pod_claims"
+        "explain_best", "members_for", "place_gang", "pod_claims", "Domain", "DomainPlacement", "devices_needed",
+        "domains_used", "place_beside", "place_in_topology", "topology_domains"
     ],
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "ChargeCorrection", "CycleInput", "CycleResult",
@@ -52,7 +53,9 @@ PUBLIC = {
         "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint",
         "Toleration", "apply_taint_rules", "class_devices_resource", "device_class_of", "is_supported",
         "node_name_selector", "parse_label_selector", "parse_object", "parse_objects", "qualified_name", "qualify",
-        "requested_resource"
+        "requested_resource", "TOPOLOGY_PREFERRED_ANNOTATION", "TOPOLOGY_REQUIRED_ANNOTATION", "Topology",
+        "TopologyLevel", "TopologyMode", "TopologyRequest", "annotated_request", "parse_topology",
+        "parse_topology_request"
     ],
     "admission.core.gaps": [
         "Account", "Gap", "GapInput", "GapKind", "GapReport", "MEANING", "NativeAccount", "SUPPORTED", "find_gaps",

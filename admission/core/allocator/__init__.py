@@ -15,6 +15,15 @@ from admission.core.allocator.explain import Explanation, RequestExplanation, ex
 from admission.core.allocator.gang import GangMember, GangPlacement, KnownUnfit, members_for, place_gang, pod_claims
 from admission.core.allocator.inventory import NodeView, PoolView, SnapshotInventory
 from admission.core.allocator.results import allocation_to_manifest
+from admission.core.allocator.topology import (
+    Domain,
+    DomainPlacement,
+    devices_needed,
+    domains_used,
+    place_beside,
+    place_in_topology,
+    topology_domains,
+)
 from admission.core.allocator.usage import Usage
 
 __all__ = [
@@ -22,6 +31,8 @@ __all__ = [
     "INVALID_POOLS",
     "AllocationError",
     "Allocator",
+    "Domain",
+    "DomainPlacement",
     "Explanation",
     "GangMember",
     "GangPlacement",
@@ -37,9 +48,14 @@ __all__ = [
     "Status",
     "Usage",
     "allocation_to_manifest",
+    "devices_needed",
+    "domains_used",
     "explain",
     "explain_best",
     "members_for",
+    "place_beside",
     "place_gang",
+    "place_in_topology",
     "pod_claims",
+    "topology_domains",
 ]

@@ -30,9 +30,10 @@ from admission.core.cycle.plans import shaped_plan
 from admission.core.cycle.shape import Gang, gang_of
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
+from admission.core.cycle.topology import never_in_topology, place_by_topology, topology_level
 from admission.core.cycle.types import Admit, CycleInput, CycleResult, Extend, GroupDecision, Wait, WaitReason
 from admission.core.errors import DraqError
-from admission.core.models import LabelSelector, ObjectRef, Pod, ResourceClaim
+from admission.core.models import LabelSelector, ObjectRef, Pod, ResourceClaim, TopologyLevel
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
     ChargeResult,
@@ -210,6 +211,9 @@ def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
     unsupported = _unsupported_constraint(gang.pods) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
     if unsupported:
         return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
+    level = topology_level(group, local.cluster_queue, cycle)
+    if isinstance(level, Wait):
+        return level
     return _incomplete(group, gang, local.cluster_queue)
 
 
@@ -343,8 +347,15 @@ def _try(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, 
         members = members_for(gang.pods, snapshot.claims, snapshot.templates)
     except DraqError as err:
         return Wait(group.key, WaitReason.DEVICES, str(err), queue)
+    level = topology_level(group, queue, cycle)  # a Wait was answered before ordering
     with steps.step(ALLOCATOR):
-        placed = place_gang(allocator, members, usage=usage, nodes=nodes, known=known)
+        if isinstance(level, TopologyLevel):
+            domained = place_by_topology(group, level, allocator, members, usage, nodes, known)
+            if domained.never:
+                return never_in_topology(group, queue, domained)
+            placed = domained.placement
+        else:
+            placed = place_gang(allocator, members, usage=usage, nodes=nodes, known=known)
     if placed.error:
         # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
         # that is the reason to give, whatever the quota says.

@@ -19,7 +19,7 @@ from admission.core.cycle.preemption import plan_preemptions
 from admission.core.cycle.progress import promised_devices
 from admission.core.cycle.types import CycleInput, CycleResult, Wait
 from admission.core.features import FeatureGates
-from admission.core.models import ObjectRef
+from admission.core.models import ObjectRef, Topology
 from admission.core.quota import CompiledUnit, LocalQueue, QueueState, device_selected
 from admission.core.quota.status import unit_problems
 
@@ -39,7 +39,8 @@ def cycle_input(snapshot: Snapshot, gates: FeatureGates, groups: tuple[GroupView
                 local_queues: Mapping[str, LocalQueue], units: tuple[CompiledUnit, ...], *,
                 namespace_labels: Mapping[str, Mapping[str, str]] | None = None, now: dt.datetime | None = None,
                 timer: Callable[[], float] | None = None, invalid: Mapping[ObjectRef, str] | None = None,
-                unit_failures: Mapping[str, str] | None = None) -> CycleInput:
+                unit_failures: Mapping[str, str] | None = None,
+                topologies: Mapping[str, Topology] | None = None) -> CycleInput:
     """The decision's input. `invalid`: objects that did not parse, with why; `unit_failures`: the
     units that fail on the cluster's devices (name -> why), computed here when not given. Failing units are
     left out and named in `CycleInput.invalid`, so that only the queues quoting them wait."""
@@ -47,7 +48,8 @@ def cycle_input(snapshot: Snapshot, gates: FeatureGates, groups: tuple[GroupView
     usable = tuple(u for u in units if u.name not in failing)
     named = {**(invalid or {}), **{ObjectRef("QuotaUnit", "", name): why for name, why in failing.items()}}
     return CycleInput(snapshot, gates, groups, local_queues, usable, state, device_selected,
-                      promised_devices(groups, snapshot.claims), namespace_labels, now, timer, named)
+                      promised_devices(groups, snapshot.claims), namespace_labels, now, timer, named,
+                      topologies=topologies or {})
 
 
 def unit_failures_of(snapshot: Snapshot, gates: FeatureGates, units: tuple[CompiledUnit, ...]) -> dict[str, str]:

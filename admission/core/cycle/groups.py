@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL, label_value
-from admission.core.models import DeclaredShape, ObjectRef, Pod
+from admission.core.models import DeclaredShape, ObjectRef, Pod, TopologyRequest, annotated_request
 from admission.core.quota import Phase, PodGroup
 from admission.core.workloads import BY_KIND, Membership, declared_shape
 
@@ -37,6 +37,8 @@ class GroupView:
     # The record draq last sealed for an `unsealed` group, when this process saw it: the usage counts it.
     last_sealed: PodGroup | None = None
     declared: DeclaredShape | None = None  # the members its owner's spec declares, when draq knows the owner
+    # The topology level its members must or should share (`docs/topology.md`); None: anywhere.
+    topology: TopologyRequest | None = None
 
     @property
     def key(self) -> str:
@@ -106,14 +108,35 @@ def collect_groups(pods: Iterable[Pod], pod_groups: Iterable[PodGroup],
 def _view(key: str, pods: tuple[Pod, ...], pod_group: PodGroup | None, created: str) -> GroupView:
     namespace, name = key.split("/", 1)
     earliest = min((p.meta.creation_timestamp for p in pods if p.meta.creation_timestamp), default="")
+    topology, topology_problem = _topology_request(pods, pod_group)
     if pod_group is not None:
         return GroupView(namespace, name, pod_group.queue, pod_group.min_member, group_priority(pods, pod_group),
-                         created or earliest, pods, pod_group, _queue_mismatch(pods, pod_group.queue))
+                         created or earliest, pods, pod_group,
+                         _queue_mismatch(pods, pod_group.queue) or topology_problem, topology=topology)
     queues = sorted({p.labels[QUEUE_LABEL] for p in pods})
     minimum, problem = _label_minimum(pods)
     if len(queues) > 1:
         problem = f"members name different queues ({', '.join(queues)}) in label {QUEUE_LABEL}"
-    return GroupView(namespace, name, queues[0], minimum, group_priority(pods, None), earliest, pods, None, problem)
+    return GroupView(namespace, name, queues[0], minimum, group_priority(pods, None), earliest, pods, None,
+                     problem or topology_problem, topology=topology)
+
+
+def _topology_request(pods: tuple[Pod, ...], pod_group: PodGroup | None) -> tuple[TopologyRequest | None, str]:
+    """The group's topology request: its PodGroup's spec.topology, else its members' annotations (those
+    that carry one must agree); and a problem with the annotations, or ""."""
+    if pod_group is not None and pod_group.topology is not None:
+        return pod_group.topology, ""
+    found: dict[TopologyRequest, str] = {}
+    for pod in pods:
+        request = annotated_request(pod.annotations)
+        if isinstance(request, str):
+            return None, f"pod {pod.key}: {request}"
+        if request is not None:
+            found.setdefault(request, pod.key)
+    if len(found) > 1:
+        asked = ", ".join(f"{key} asks {request.describe()}" for request, key in sorted(found.items(), key=str))
+        return None, f"members ask different topology levels ({asked}); give every member the same annotation"
+    return next(iter(found), None), ""
 
 
 def group_priority(pods: tuple[Pod, ...], pod_group: PodGroup | None) -> int:

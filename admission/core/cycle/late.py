@@ -4,9 +4,9 @@ Such a member is not in the group's recorded plan. When the group was admitted f
 and the member matches the template of a role with an open slot (`cycle.shape.matches`), it takes that
 slot: it is pinned to the slot's node and given the slot's devices, already held and charged. Any other
 member is placed with the allocator on the cycle's snapshot, next to everything already admitted (open
-slots included), and charged; if it fits both its devices and the group's ClusterQueue, the group's
-record grows (charge and plan) and the member is released pinned like the others. Otherwise it stays
-gated and the group says why.
+slots included; inside the group's domain when it requires one, `cycle.topology`), and charged; if it
+fits both its devices and the group's ClusterQueue, the group's record grows (charge and plan) and the
+member is released pinned like the others. Otherwise it stays gated and the group says why.
 
 A member that matches no role of the declared shape at all (an admission plugin changed its requests, say)
 while the group has more members and open slots than declared slots stands for one of those open slots: it
@@ -17,10 +17,11 @@ take is not held until the bind timeout evicts the whole group.
 
 from __future__ import annotations
 
-from admission.core.allocator import Allocator, Usage, members_for, place_gang
+from admission.core.allocator import Allocator, Usage, members_for
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import filled, given_up, planned_allocation, recorded_plan
 from admission.core.cycle.shape import matches, placeholder, take_slots
+from admission.core.cycle.topology import place_late
 from admission.core.cycle.types import CycleInput, Extend, LateWait
 from admission.core.errors import DraqError
 from admission.core.models import Pod
@@ -84,7 +85,7 @@ def _placed_afresh(group: GroupView, late: tuple[Pod, ...], plan: Plan, state: Q
         members = members_for(late, snapshot.claims, snapshot.templates)
     except DraqError as err:
         return LateWait(group.key, f"late member(s) {names}: {err}")
-    placed = place_gang(allocator, members, usage=usage, nodes=nodes)
+    placed = place_late(group, pod_group.cluster_queue, plan, allocator, members, usage, nodes, cycle)
     if not placed.feasible:
         return LateWait(group.key, f"late member(s) {names} fit on no node now{_no_slot(group)}: {placed.reason}")
     placement = Placement(dict(placed.placements), dict(placed.allocations))

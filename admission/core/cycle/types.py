@@ -14,7 +14,7 @@ from enum import StrEnum
 from admission.core.allocator import Snapshot, Usage
 from admission.core.cycle.groups import GroupView
 from admission.core.features import FeatureGates
-from admission.core.models import AllocationResult, ObjectRef
+from admission.core.models import AllocationResult, ObjectRef, Topology
 from admission.core.quota import (
     NONE,
     Amounts,
@@ -49,7 +49,7 @@ class WaitReason(StrEnum):
     USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
     UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
     # its declared shape fits neither the empty cluster nor its ClusterQueue's limits: waiting cannot help
-    NEVER_FITS = "NeverAdmissible"
+    NEVER_FITS = "NeverAdmissible"  # also: it asks a topology level its queue lacks, or no domain can hold it
     BEHIND = "BehindInQueue"  # its LocalQueue's head took this cycle's evaluations (CycleInput.queue_budget)
     PRIORITY_CAP = "PriorityAboveCap"  # its priority is above its LocalQueue's or ClusterQueue's maxPriority
     UNSEALED = "RecordNotSealed"  # its PodGroup's record was not written by draq (its seal does not verify)
@@ -148,6 +148,7 @@ class CycleInput:
     # unevaluated, so one tenant's thousands of never-fitting groups cost each cycle a few evaluations.
     queue_budget: int = DEFAULT_QUEUE_BUDGET
     queue_misses: int = DEFAULT_QUEUE_MISSES
+    topologies: Mapping[str, Topology] = field(default_factory=dict)  # by name; those that parse
 
 
 @dataclass(frozen=True, slots=True)

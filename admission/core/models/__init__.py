@@ -59,11 +59,24 @@ from admission.core.models.resource_slice import (
 )
 from admission.core.models.shape import DeclaredShape, Role
 from admission.core.models.taint import Taint, Toleration
+from admission.core.models.topology import (
+    TOPOLOGY_PREFERRED_ANNOTATION,
+    TOPOLOGY_REQUIRED_ANNOTATION,
+    Topology,
+    TopologyLevel,
+    TopologyMode,
+    TopologyRequest,
+    annotated_request,
+    parse_topology,
+    parse_topology_request,
+)
 
 __all__ = [
     "ALL",
     "CLAIM_COUNT",
     "EXACT_COUNT",
+    "TOPOLOGY_PREFERRED_ANNOTATION",
+    "TOPOLOGY_REQUIRED_ANNOTATION",
     "AllocatedConfig",
     "AllocationResult",
     "AttributeValue",
@@ -108,6 +121,11 @@ __all__ = [
     "ScalarValue",
     "Taint",
     "Toleration",
+    "Topology",
+    "TopologyLevel",
+    "TopologyMode",
+    "TopologyRequest",
+    "annotated_request",
     "apply_taint_rules",
     "class_devices_resource",
     "device_class_of",
@@ -116,6 +134,8 @@ __all__ = [
     "parse_label_selector",
     "parse_object",
     "parse_objects",
+    "parse_topology",
+    "parse_topology_request",
     "qualified_name",
     "qualify",
     "requested_resource",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from admission.core.models import ObjectRef
+from admission.core.models import ObjectRef, TopologyRequest, parse_topology_request
 from admission.core.models._fields import Fields
 from admission.core.quota.amounts import NONE, Amounts, format_amount
 from admission.core.quota.reconcile import Reconciliation
@@ -80,6 +80,7 @@ class PodGroup:
     evictions: int = 0  # times the group was evicted for not being bound in time
     requeue_at: str = ""  # RFC 3339: an evicted group is not admitted again before this
     suspended: tuple[ObjectRef, ...] = ()  # owners draq suspended at eviction, resumed at requeue_at
+    topology: TopologyRequest | None = None  # spec.topology: the level its members must (or should) share
 
     @property
     def key(self) -> str:
@@ -121,7 +122,8 @@ def parse_pod_group(manifest: Mapping[str, Any], default_namespace: str = "defau
         phase=Phase(phase), charge=Amounts.of(charge), borrowed=Amounts.of(borrowed),
         cluster_queue=status.str("clusterQueue"), admitted_at=status.str("admittedAt"),
         plan=Plan(nodes, claims, slots), evictions=status.int("evictions"), requeue_at=status.str("requeueAt"),
-        suspended=_suspended(status, meta.str("namespace") or default_namespace))
+        suspended=_suspended(status, meta.str("namespace") or default_namespace),
+        topology=parse_topology_request(spec.map("topology")))
 
 
 def _suspended(status: Fields, namespace: str) -> tuple[ObjectRef, ...]:

@@ -47,6 +47,7 @@ class ClusterQueue:
     preemption: PreemptionPolicy = field(default_factory=PreemptionPolicy)
     fair_sharing_weight: Fraction = Fraction(1)
     max_priority: int | None = None  # groups of a higher priority wait (None: no cap)
+    topology: str | None = None  # spec.topologyName: the Topology its groups' required/preferred levels name
 
     def serves(self, namespace_labels: Mapping[str, str]) -> bool:
         """Whether a namespace with these labels may use the queue (closed by default)."""
@@ -91,7 +92,8 @@ def parse_cluster_queue(manifest: Mapping[str, Any]) -> ClusterQueue:
         else None,
         strategy=QueueingStrategy(strategy), bind_timeout_seconds=timeout,
         preemption=parse_preemption(spec), fair_sharing_weight=parse_fair_sharing_weight(spec),
-        max_priority=spec.int("maxPriority") if spec.has("maxPriority") else None)
+        max_priority=spec.int("maxPriority") if spec.has("maxPriority") else None,
+        topology=spec.opt_str("topologyName") or None)
 
 
 def _unit_quota(entry: Fields, cohort: str | None) -> QueueQuota:

@@ -17,7 +17,7 @@ def test_nothing_derived_has_drifted_from_its_source() -> None:
 def test_the_chart_carries_exactly_the_repository_crds() -> None:
     repo = {p.name: p.read_bytes() for p in (REPO / "crds").glob("*.yaml")}
     chart = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*.yaml")}
-    assert sorted(repo) == sorted(chart) and len(repo) == 4
+    assert sorted(repo) == sorted(chart) and len(repo) == 5
     assert repo == chart
 
 

@@ -57,6 +57,10 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
     tries = 0
     for wait in waiting:
         group = groups[wait.group]
+        if group.topology is not None:
+            waits[wait.group] = _with_note(wait, "; no preemption: draq does not yet choose victims by topology "
+                                           "domain")
+            continue
         preemptor = Preemptor(group.key, wait.cluster_queue, group.priority)
         allowed = [h for h in candidates(preemptor, held, state, cycle.now) if h.group not in taken]
         gang = gang_of(group)
