@@ -43,6 +43,7 @@ from admission.core.labels import (
     MANAGED_LABEL,
     QUEUE_LABEL,
 )
+from admission.core.workloads import KINDS
 from admission.kube import kinds
 
 MUTATING_NAME = "draq-mutating"
@@ -183,11 +184,17 @@ def validating_configuration(
                                      "(has(object.status) && has(object.status.epoch))"}
     webhooks.append(_webhook("podgroup-status", client, fenced, own, failure_policy="Fail",
                              timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[others_or_epoch]))
-    # The same fence on draq's releases, evictions and suspensions: stamped pods and Jobs.
-    members = [_rule("", ["v1"], ["pods"], ["UPDATE", "DELETE"]), _rule("batch", ["v1"], ["jobs"], ["UPDATE"])]
+    # The same fence on draq's releases, evictions and suspensions: stamped pods, and every workload kind
+    # draq may suspend (a rule for an API the cluster does not serve is harmless).
+    members = [_rule("", ["v1"], ["pods"], ["UPDATE", "DELETE"]), *_suspendable_rules()]
     webhooks.append(_webhook("fenced-writes", client, members, own, failure_policy="Fail",
                              timeout=POD_TIMEOUT_SECONDS, match_conditions=[is_draq, stamped_condition()]))
     return _configuration("ValidatingWebhookConfiguration", VALIDATING_NAME, webhooks)
+
+
+def _suspendable_rules() -> list[dict[str, Any]]:
+    return [_rule(group, [version], [kind.plural], ["UPDATE"]) for kind in KINDS if kind.suspendable
+            for group, _, version in [kind.api_version.rpartition("/")]]
 
 
 def _has_label(obj: str, key: str) -> str:

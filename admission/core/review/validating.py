@@ -10,6 +10,10 @@ from admission.core.review.epoch_check import validate_stamped_write
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_group_status import validate_pod_group_status
 from admission.core.review.pod_validation import validate_pod
+from admission.core.workloads import KINDS
+
+SUSPENDABLE = frozenset((k.api_version.rpartition("/")[0], k.kind) for k in KINDS if k.suspendable)
+"""The workload kinds draq suspends (a Job, JobSet, RayCluster, PyTorchJob, ...), by API group and kind."""
 
 
 def validate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
@@ -20,7 +24,7 @@ def validate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) 
         return Decision.allow()
     if kind.group == "" and kind.kind == "Pod" and request.operation in ("CREATE", "UPDATE", "DELETE"):
         return validate_pod(request, lookups, policy)
-    if kind.group == "batch" and kind.kind == "Job" and request.operation == "UPDATE":
+    if request.operation == "UPDATE" and (kind.group, kind.kind) in SUSPENDABLE:
         return validate_stamped_write(request, lookups, policy)  # suspensions and resumptions
     if request.operation not in ("CREATE", "UPDATE"):
         return Decision.allow()

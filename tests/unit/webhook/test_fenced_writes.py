@@ -1,4 +1,5 @@
-"""The fence on draq's releases, evictions and suspensions: a pod UPDATE or DELETE, or a Job UPDATE, by
+"""The fence on draq's releases, evictions and suspensions: a pod UPDATE or DELETE, or an UPDATE of a
+workload kind draq suspends (a Job, JobSet, RayCluster, PyTorchJob, ...), by
 draq's own user must carry (for a DELETE: the pod being deleted must carry) the epoch the Lease stands
 for now in the annotation draq.io/epoch; others' writes and unstamped writes are not the fence's."""
 
@@ -79,6 +80,25 @@ def test_a_suspension_by_a_deposed_leader_is_refused() -> None:
     assert not refused.allowed and refused.message.startswith("Job team/train: update written under")
 
 
+@pytest.mark.parametrize(("api_version", "kind", "resource", "spec"), [
+    ("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", {"suspend": True}),
+    ("ray.io/v1", "RayCluster", "rayclusters", {"suspend": True}),
+    ("kubeflow.org/v1", "PyTorchJob", "pytorchjobs", {"runPolicy": {"suspend": True}}),
+])
+def test_a_suspension_of_a_workload_kind_by_a_deposed_leader_is_refused(
+        api_version: str, kind: str, resource: str, spec: dict[str, Any]) -> None:
+    group, _, version = api_version.rpartition("/")
+    def suspend(stamp: dict[str, Any]) -> AdmissionRequest:
+        meta = {"name": "train", "namespace": "team", "annotations": {EPOCH_ANNOTATION: json.dumps(stamp)}}
+        new = {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
+        old = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "train", "namespace": "team"}}
+        return review(GroupVersionKind(group, version, kind), resource, "UPDATE", new, old)
+    assert validate(suspend(epoch("draq-1", 5)), lookups(CURRENT), POLICY).allowed
+    refused = validate(suspend(epoch("draq-0", 4)), lookups(CURRENT), POLICY)
+    assert not refused.allowed and refused.code == 409
+    assert refused.message.startswith(f"{kind} team/train: update written under")
+
+
 def test_a_lease_that_cannot_be_read_refuses_the_write() -> None:
     decision = validate(release(epoch("draq-1", 5)), lookups(), POLICY)
     assert not decision.allowed and decision.code == 503 and decision.missing
@@ -111,7 +131,10 @@ def test_the_webhook_is_called_for_draqs_stamped_pod_and_job_writes_and_fails_cl
     webhook = fenced_writes_webhook()
     assert webhook["failurePolicy"] == "Fail"
     assert [(r["apiGroups"], r["resources"], r["operations"]) for r in webhook["rules"]] == [
-        ([""], ["pods"], ["UPDATE", "DELETE"]), (["batch"], ["jobs"], ["UPDATE"])]
+        ([""], ["pods"], ["UPDATE", "DELETE"]), (["batch"], ["jobs"], ["UPDATE"]),
+        (["jobset.x-k8s.io"], ["jobsets"], ["UPDATE"]), (["trainer.kubeflow.org"], ["trainjobs"], ["UPDATE"]),
+        (["kubeflow.org"], ["pytorchjobs"], ["UPDATE"]), (["kubeflow.org"], ["mpijobs"], ["UPDATE"]),
+        (["ray.io"], ["rayclusters"], ["UPDATE"]), (["ray.io"], ["rayjobs"], ["UPDATE"])]
     assert "draq-system" in webhook["namespaceSelector"]["matchExpressions"][0]["values"]
     stamped, bare = pod(epoch()), pod(None, gated=True)
     assert conditions_hold(webhook, "UPDATE", stamped, bare, DEFAULT_DRAQ_USER)
