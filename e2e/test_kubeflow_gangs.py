@@ -10,10 +10,8 @@ pods are released together, or none is.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +22,8 @@ from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.integrations import WorkloadControllers
 from admission.localcluster.nodesim import NodeSimulator
 from e2e.draq_process import DraqProcess
-from e2e.test_metrics import service_account_kubeconfig, start_draq
 from e2e.test_operator import apply, crds, pod_group
-from e2e.test_workload_gangs import controllers, is_gated, pods, quota, running, setting
+from e2e.test_workload_gangs import controllers, draq_with, is_gated, pods, quota, running, setting
 from e2e.waiting import until
 
 __all__ = ["controllers", "crds", "setting"]
@@ -36,11 +33,7 @@ PLUGIN_GPU = "nvidia.com/gpu"
 
 @pytest.fixture(scope="module")
 def draq(control_plane: ControlPlane, crds: None, controllers: WorkloadControllers) -> Iterator[DraqProcess]:
-    directory = Path(tempfile.mkdtemp(prefix="draq-kubeflow-"))
-    process = start_draq(service_account_kubeconfig(control_plane, directory), directory / "draq.log",
-                         "--integrations", INTEGRATIONS)
-    yield process
-    process.stop()
+    yield from draq_with(control_plane, INTEGRATIONS, "draq-kubeflow-")
 
 
 @pytest.fixture

@@ -37,13 +37,18 @@ INTEGRATIONS = ",".join(("batch/job", "jobset.x-k8s.io/jobset", "leaderworkerset
                           "kubeflow.org/pytorchjob", "ray.io/raycluster"))
 
 
-@pytest.fixture(scope="module")
-def draq(control_plane: ControlPlane, crds: None, controllers: WorkloadControllers) -> Iterator[DraqProcess]:
-    directory = Path(tempfile.mkdtemp(prefix="draq-workloads-"))
+def draq_with(control_plane: ControlPlane, integrations: str, prefix: str) -> Iterator[DraqProcess]:
+    """draq as the chart's ServiceAccount with these integrations on, for a module's tests."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
     process = start_draq(service_account_kubeconfig(control_plane, directory), directory / "draq.log",
-                         "--integrations", INTEGRATIONS)
+                         "--integrations", integrations)
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def draq(control_plane: ControlPlane, crds: None, controllers: WorkloadControllers) -> Iterator[DraqProcess]:
+    yield from draq_with(control_plane, INTEGRATIONS, "draq-workloads-")
 
 
 @pytest.fixture(scope="module")

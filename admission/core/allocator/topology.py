@@ -161,13 +161,18 @@ def _required(allocator: Allocator, members: Sequence[GangMember], level: Topolo
         return DomainPlacement(GangPlacement(False, reason=(
             f"the gang needs at least {need} devices in one {level.name}, and the largest {level.name} "
             f"({largest.value}) has {len(largest.devices)} devices in all")), never=True)
-    taken = _taken(usage)
-    free = {d.value: len(d.devices) - len(d.devices & taken) for d in domains}
+    free, taken = _free(domains, usage)
     found, tried = _best_single(allocator, members, level, domains, (free, taken, need, per_member), usage, nodes,
                                 known)
     if found is not None:
         return found
     return DomainPlacement(_no_single(members, level, domains, free, need, tried))
+
+
+def _free(domains: tuple[Domain, ...], usage: Usage) -> tuple[dict[str, int], frozenset[str]]:
+    """Free devices per domain, and the devices in use."""
+    taken = _taken(usage)
+    return {d.value: len(d.devices) - len(d.devices & taken) for d in domains}, taken
 
 
 Tried = tuple[Domain, GangPlacement, int]  # a domain tried, its answer, and how many members it took (at most)
@@ -218,8 +223,7 @@ def _preferred(allocator: Allocator, members: Sequence[GangMember], level: Topol
                domains: tuple[Domain, ...], usage: Usage, nodes: NodeUsage,
                known: KnownUnfit | None) -> DomainPlacement:
     need, per_member = _demand(members, domains)
-    taken = _taken(usage)
-    free = {d.value: len(d.devices) - len(d.devices & taken) for d in domains}
+    free, taken = _free(domains, usage)
     found, _ = _best_single(allocator, members, level, domains, (free, taken, need, per_member), usage, nodes,
                             known)
     if found is not None:
