@@ -268,7 +268,8 @@ class Operator:
         try:
             async with asyncio.TaskGroup() as writing:
                 for decision in result.decisions:
-                    writing.create_task(write(decision))
+                    if not self._already_said(decision):
+                        writing.create_task(write(decision))
         except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
             raise failed.exceptions[0] from None
         if result.preemptions.preempts:
@@ -422,6 +423,13 @@ class Operator:
         """One group's write failed (e.g. it was deleted meanwhile): the others go on; the next pass retries."""
         log.warning("group %s: %s", group.key, err)
         self.cache.changed.set()
+
+    def _already_said(self, decision: GroupDecision) -> bool:
+        """A wait whose message this term already wrote needs no write: thousands of groups that wait for the
+        same reason cost a dictionary lookup each, not a task."""
+        if isinstance(decision, LateWait):
+            return self._said.get(f"late {decision.group}") == decision.message
+        return isinstance(decision, Wait) and self._said.get(decision.group) == decision.message
 
     async def _report_wait(self, reading: Reading, group: GroupView, wait: Wait) -> None:
         manifest = reading.manifests.get(group.ref)

@@ -48,6 +48,10 @@ LATENCY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 18
 
 GAP_BUDGET = 0.1
 """The share of the operator's time the gap report may take (it reads every pod and claim)."""
+FIGURES_BUDGET = 0.05
+"""The share of the operator's time the cluster's figures may take: they read every group, so with thousands
+pending they are refreshed every few cycles rather than after each one (a scrape every 15 s or more sees
+figures at most a few seconds old)."""
 
 
 def reading_gaps(reading: Reading) -> GapFigures:
@@ -88,7 +92,7 @@ class OperatorMetrics:
 
     def __init__(self, registry: CollectorRegistry, leading: Callable[[], bool],
                  gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_budget: float = GAP_BUDGET,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, figures_budget: float = FIGURES_BUDGET) -> None:
         self.figures = ClusterFigures()
         self.gap_figures: GapFigures | None = None
         self.leading = leading
@@ -96,6 +100,8 @@ class OperatorMetrics:
         self._gap_budget = gap_budget
         self._clock = clock
         self._gaps_due = 0.0  # the clock's monotonic time from which the gaps may be computed again
+        self._figures_budget = figures_budget
+        self._figures_due = 0.0  # the same for the cluster's figures
         self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
                                 "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
         self._steps = Histogram("draq_cycle_step_duration_seconds", "Time one admission cycle spent in a step: "
@@ -120,15 +126,23 @@ class OperatorMetrics:
         for step, spent in result.step_seconds.items():
             self._steps.labels(step).observe(spent)
         self._last.set(completed_at.timestamp())
+        self._update_figures(reading, result)
+        self._update_gaps(reading)
+
+    def _update_figures(self, reading: Reading, result: CycleResult) -> None:
+        started = self._clock.monotonic()
+        if started < self._figures_due:
+            return
         try:
             self.figures = cluster_figures(reading, result)
         except Exception:  # metrics must never stop admission; the old figures stay
             log.exception("computing the metrics' figures failed")
-            return
-        for info in self.figures.queues:  # every queue's series exist from the start (rates see a first 0)
-            self._admissions.labels(info.cluster_queue)
-            self._latency.labels(info.cluster_queue)
-        self._update_gaps(reading)
+        else:
+            for info in self.figures.queues:  # every queue's series exist from the start (rates see a first 0)
+                self._admissions.labels(info.cluster_queue)
+                self._latency.labels(info.cluster_queue)
+        finished = self._clock.monotonic()
+        self._figures_due = finished + (finished - started) / self._figures_budget
 
     def _update_gaps(self, reading: Reading) -> None:
         started = self._clock.monotonic()

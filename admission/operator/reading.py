@@ -12,7 +12,6 @@ from admission.core.cycle import (
     CycleInput,
     GroupView,
     charging_inventory,
-    collect_groups,
     cycle_input,
     rebuild_state,
     unit_failures_of,
@@ -50,6 +49,7 @@ from admission.core.workloads import Membership, controller_of, membership, walk
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.reflector import Key
 from admission.operator.cache import OperatorCache
+from admission.operator.grouping import GroupMemo
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -131,6 +131,8 @@ class CacheReader:
         self._last_sealed: dict[str, PodGroup] = {}  # PodGroup uid -> its last record that traced to draq
         self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
         self.workload_kinds: frozenset[str] = frozenset()  # the enabled integrations' kinds the cache watches
+        self._groups = GroupMemo()
+        self._object_refs: dict[str, dict[Key, ObjectRef]] = {}
 
     def read(self) -> Reading:
         inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object) for kind in DRA_KINDS}
@@ -139,12 +141,12 @@ class CacheReader:
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
         pod_groups = self._models("PodGroup", self._parse_pod_group)
-        group_manifests = [e.manifest for e in self._parsed["PodGroup"].current.values()]
-        created = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": str(_meta(m).get("creationTimestamp", ""))
-                   for m in group_manifests}
+        group_entries = self._parsed["PodGroup"].current
+        group_manifests = [e.manifest for e in group_entries.values()]
+        created = {f"{namespace}/{name}": _created(e.manifest) for (namespace, name), e in group_entries.items()}
         unsealed = self._remember_sealed()
-        groups = collect_groups(managed, pod_groups, created, {b.key: b.reason for b in self._bad("PodGroup")},
-                                unsealed)
+        groups = self._groups.collect(managed, pod_groups, created,
+                                      {b.key: b.reason for b in self._bad("PodGroup")}, unsealed)
         queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
         local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue)}
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
@@ -156,9 +158,10 @@ class CacheReader:
         bad += self._bad("Topology") if "Topology" in self._parsed else []
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
-        manifests: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef.of("Pod", _key(e.manifest)): e.manifest
-                                                         for e in pod_memo.current_kept.values()}
-        manifests.update({ObjectRef.of("PodGroup", _key(m)): m for m in group_manifests})
+        pod_refs, group_refs = self._refs("Pod", pod_memo.current_kept), self._refs("PodGroup", group_entries)
+        manifests: dict[ObjectRef, Mapping[str, Any]] = {pod_refs[key]: e.manifest
+                                                         for key, e in pod_memo.current_kept.items()}
+        manifests.update({group_refs[key]: e.manifest for key, e in group_entries.items()})
         groups, memberships = self._owned(groups, manifests)
         state, current = self._state(queues, groups, bad)
         snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
@@ -181,6 +184,8 @@ class CacheReader:
         for group in groups:
             members: dict[str, Membership] = {}
             for pod in group.pods:
+                if pod.meta.controller is None and not pod.workload:
+                    continue  # no owner chain to walk (the common case: checked before any lookup)
                 manifest = manifests.get(ObjectRef("Pod", pod.namespace, pod.name))
                 if manifest is None or not (controller_of(manifest) or pod.workload):
                     continue
@@ -198,6 +203,14 @@ class CacheReader:
         if "Topology" not in self.cache.reflectors:
             return {}
         return {t.name: t for t in self._models("Topology", parse_topology)}
+
+    def _refs(self, kind: str, entries: Mapping[Key, Any]) -> dict[Key, ObjectRef]:
+        """The identity of each of these objects of a namespaced kind, made once per object and kept while
+        it is in the cache."""
+        known = self._object_refs.setdefault(kind, {})
+        if any(key not in known for key in entries) or len(known) > 2 * len(entries) + 64:
+            known = self._object_refs[kind] = {key: known.get(key) or ObjectRef(kind, *key) for key in entries}
+        return known
 
     def _parse_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
         """A PodGroup whose record draq can trace to its own writes (`admission.core.quota.seal`); without a
@@ -416,6 +429,11 @@ def _has_queue_label(manifest: Mapping[str, Any]) -> bool:
 def _meta(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = manifest.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
+
+
+def _created(manifest: Mapping[str, Any]) -> str:
+    meta = manifest.get("metadata")
+    return str(meta.get("creationTimestamp", "")) if isinstance(meta, Mapping) else ""
 
 
 def _key(manifest: Mapping[str, Any]) -> str:

@@ -6,14 +6,17 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
+import pytest
 from aiohttp import ClientSession
 from prometheus_client import CollectorRegistry
 
+from admission.core.cycle import CycleResult
 from admission.core.telemetry import GapFigures
 from admission.kube.probes import Probes, start_probe_server
 from admission.operator import Operator, OperatorSettings
+from admission.operator import metrics as metrics_module
 from admission.operator.health import LoopHealth, operator_checks
-from admission.operator.metrics import OperatorMetrics
+from admission.operator.metrics import ClusterFigures, OperatorMetrics
 from admission.operator.reading import Reading
 from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
@@ -159,3 +162,25 @@ def test_the_gap_report_keeps_to_its_time_budget_on_the_injected_clock() -> None
     clock.advance(0.1)
     metrics._update_gaps(reading)
     assert computed == [0.0, 5.5]
+
+
+def test_the_cluster_figures_keep_to_their_time_budget_on_the_injected_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    computed: list[float] = []
+
+    def figures(reading: Reading, result: CycleResult) -> ClusterFigures:
+        computed.append(clock.monotonic())
+        clock.advance(0.2)  # thousands of groups: the figures take 0.2 s
+        return ClusterFigures()
+
+    monkeypatch.setattr(metrics_module, "cluster_figures", figures)
+    metrics = OperatorMetrics(CollectorRegistry(), lambda: True, figures_budget=0.1, clock=clock)
+    reading, result = cast(Reading, None), cast(CycleResult, None)
+    metrics._update_figures(reading, result)  # 0.2 s at a 10% budget: not again for 2 s after it finished
+    clock.advance(1.9)
+    metrics._update_figures(reading, result)
+    assert computed == [0.0]
+    clock.advance(0.2)
+    metrics._update_figures(reading, result)
+    assert computed == [0.0, pytest.approx(2.3)]
