@@ -34,6 +34,7 @@ from admission.core.cycle import (
     GroupView,
     LateWait,
     Wait,
+    WaitReason,
     admitted_event,
     admitted_status,
     charge_corrected_event,
@@ -86,6 +87,12 @@ T = TypeVar("T")
 WRITE_CONCURRENCY = 16
 """Groups whose decisions are written at the same time (each group's own writes stay in order)."""
 
+WAIT_DETAIL_SECONDS = 30.0
+"""A waiting group's status is written again at once when the reason it waits for changes or the group
+itself does (its pods, PodGroup, owner); when only the rest of the cluster moved its message (the best node,
+a count of free devices, which every admission elsewhere can change), at most this often. Thousands of
+abandoned groups are then not all rewritten each time another tenant's group is admitted."""
+
 
 class Operator:
     def __init__(self, settings: OperatorSettings, api: Client | None = None, clock: Clock = SYSTEM_CLOCK,
@@ -108,6 +115,7 @@ class Operator:
         self.cycles = 0
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
+        self._wait_written: dict[str, tuple[WaitReason, GroupView, float]] = {}  # -> reason, group, when written
         self._queue_status: dict[str, Mapping[str, Any]] = {}
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
         self.health = LoopHealth(clock)
@@ -176,6 +184,7 @@ class Operator:
         read is consistent and made after the Lease changed hands, so the records a previous leader wrote
         before it stopped count even where the watch is behind (its later writes fail on the fence)."""
         self._said.clear()
+        self._wait_written.clear()
         self._queue_status.clear()
         try:
             listing = await self.api.get(kinds.POD_GROUPS.list_path())
@@ -268,7 +277,7 @@ class Operator:
         try:
             async with asyncio.TaskGroup() as writing:
                 for decision in result.decisions:
-                    if not self._already_said(decision):
+                    if not self._already_said(decision, groups[decision.group]):
                         writing.create_task(write(decision))
         except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
             raise failed.exceptions[0] from None
@@ -356,6 +365,7 @@ class Operator:
             raise
         log.info("admitted %s to %s: %s", group.key, admit.cluster_queue, admit.charge.describe())
         self._said.pop(group.key, None)
+        self._wait_written.pop(group.key, None)
         await self._ensure_native_gang(reading, group)
         for pod in group.gated:
             await self.writer.ungate(pod.namespace, pod.name, reading.pod_manifest(pod.namespace, pod.name),
@@ -424,12 +434,21 @@ class Operator:
         log.warning("group %s: %s", group.key, err)
         self.cache.changed.set()
 
-    def _already_said(self, decision: GroupDecision) -> bool:
-        """A wait whose message this term already wrote needs no write: thousands of groups that wait for the
-        same reason cost a dictionary lookup each, not a task."""
+    def _already_said(self, decision: GroupDecision, group: GroupView) -> bool:
+        """A wait whose message this term already wrote needs no write, nor one of the same reason for the
+        same group (an equal view: nothing of the group changed) written less than `WAIT_DETAIL_SECONDS`
+        ago: thousands of groups that wait cost a dictionary lookup each, not a task or a write."""
         if isinstance(decision, LateWait):
             return self._said.get(f"late {decision.group}") == decision.message
-        return isinstance(decision, Wait) and self._said.get(decision.group) == decision.message
+        if not isinstance(decision, Wait):
+            return False
+        if self._said.get(decision.group) == decision.message:
+            return True
+        written = self._wait_written.get(decision.group)
+        if written is None or written[0] != decision.reason \
+                or self.clock.monotonic() - written[2] >= WAIT_DETAIL_SECONDS:
+            return False
+        return written[1] is group or written[1] == group
 
     async def _report_wait(self, reading: Reading, group: GroupView, wait: Wait) -> None:
         manifest = reading.manifests.get(group.ref)
@@ -444,6 +463,7 @@ class Operator:
         written = await self.writer.pod_group_status(group.namespace, group.name,
                                                      pending_status(wait, len(group.pods), self.writer.now()))
         self._said[group.key] = wait.message
+        self._wait_written[group.key] = (wait.reason, group, self.clock.monotonic())
         await self.writer.event(written, wait.reason.value, wait.message, warning=True)
 
     # ----- after admission --------------------------------------------------------------------------
