@@ -26,6 +26,7 @@ import statistics
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -240,17 +241,48 @@ def flood(api: Any, groups: int, threads: int) -> tuple[int, int, float]:
     return groups - refused, refused, time.monotonic() - start
 
 
+def count(api: Any, group: str, version: str, namespace: str, plural: str) -> int:
+    """How many objects of a kind a namespace holds, from a one-item page (the rest is counted, not sent)."""
+    listing = client.CustomObjectsApi(api).list_namespaced_custom_object(group, version, namespace, plural, limit=1)
+    return len(listing.get("items") or []) + int((listing.get("metadata") or {}).get("remainingItemCount") or 0)
+
+
 def pod_groups(api: Any, namespace: str) -> int:
-    listing = client.CustomObjectsApi(api).list_namespaced_custom_object("draq.io", "v1alpha1", namespace,
-                                                                         "podgroups")
-    return len(listing.get("items") or [])
+    return count(api, "draq.io", "v1alpha1", namespace, "podgroups")
+
+
+def claims(api: Any, namespace: str) -> int:
+    return count(api, "resource.k8s.io", "v1", namespace, "resourceclaims")
+
+
+def wait_for(what: str, current: Callable[[], int], wanted: int, timeout: float) -> float:
+    """Seconds until `current()` reaches `wanted`; says so and goes on when it does not within `timeout`."""
+    start = time.monotonic()
+    while (now := current()) < wanted:
+        if time.monotonic() - start > timeout:
+            print(f"flood: only {now} of {wanted} {what} after {timeout:.0f} s", flush=True)
+            break
+        time.sleep(2)
+    return time.monotonic() - start
 
 
 class Process:
-    """A process's resident memory and CPU time, from /proc."""
+    """A process's resident memory and CPU time, from /proc; its passes, from its metrics."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
+        argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+        self.metrics = f"http://127.0.0.1:{argv[argv.index('--metrics-port') + 1]}/metrics"
+
+    def passes(self) -> tuple[int, float]:
+        """Reconcile passes that ran an admission cycle so far, and their seconds in all."""
+        found = {}
+        with urllib.request.urlopen(self.metrics, timeout=10) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith(("draq_cycle_duration_seconds_count", "draq_cycle_duration_seconds_sum")):
+                    name, value = line.split()
+                    found[name] = float(value)
+        return int(found.get("draq_cycle_duration_seconds_count", 0)), found.get("draq_cycle_duration_seconds_sum", 0.0)
 
     def rss_mib(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
@@ -267,6 +299,14 @@ class Process:
         time.sleep(seconds)
         return (self.cpu_seconds() - before) / (time.monotonic() - start)
 
+    def quiet(self, seconds: float) -> str:
+        """CPU with nothing changing over `seconds`, and the passes that ran meanwhile."""
+        count, spent = self.passes()
+        cores = self.cores(seconds)
+        after, total = self.passes()
+        each = f", {1000 * (total - spent) / (after - count):.0f} ms each" if after > count else ""
+        return f"CPU {cores:.2f} cores with nothing changing ({after - count} passes in {seconds:.0f} s{each})"
+
     def settle(self, below: float, window: float, timeout: float) -> float:
         """Wait until a window's CPU use is below `below` cores (or `timeout`); the seconds waited."""
         start = time.monotonic()
@@ -275,15 +315,21 @@ class Process:
         return time.monotonic() - start
 
 
+def since(draq: Process, before: tuple[int, float]) -> tuple[int, float]:
+    count, spent = draq.passes()
+    return count - before[0], spent - before[1]
+
+
 def figures(values: list[float]) -> str:
     if not values:
         return "none"
     return f"median {statistics.median(values):.2f} s (range {min(values):.2f}-{max(values):.2f})"
 
 
-def describe(label: str, found: Latencies, draq: Process, cores: float) -> str:
-    lines = [f"{label}: draq RSS {draq.rss_mib():.0f} MiB, CPU {cores:.2f} cores with nothing changing, "
-             f"load {os.getloadavg()[0]:.2f}"]
+def describe(label: str, found: Latencies, draq: Process, quiet: str, passes: tuple[int, float]) -> str:
+    count, spent = passes
+    lines = [f"{label}: draq RSS {draq.rss_mib():.0f} MiB, {quiet}, load {os.getloadavg()[0]:.2f}",
+             f"  passes while the tenant ran: {count}, {1000 * spent / max(count, 1):.0f} ms each on average"]
     for kind in ("single", "gang"):
         lines.append(f"  {kind:6}: creation to released {figures(found.released[kind])}; "
                      f"creation to bound {figures(found.bound[kind])}")
@@ -323,24 +369,29 @@ def run(plane: ControlPlane, args: argparse.Namespace, started: Callable[[Any], 
     time.sleep(2)
     tenant_run(api, watcher, "warm", WARM_SINGLES, 1, args.gang_size, args.timeout)  # first-use costs of every path
     process.settle(0.05, 3, 30)
-    idle_cores = process.cores(args.window)
+    idle_quiet = process.quiet(args.window)
+    before = process.passes()
     idle = tenant_run(api, watcher, "idle", args.singles, args.gangs, args.gang_size, args.timeout)
-    print(describe("idle", idle, process, idle_cores), flush=True)
+    print(describe("idle", idle, process, idle_quiet, since(process, before)), flush=True)
 
     created, refused, seconds = flood(api, args.flood, args.threads)
     print(f"flood: {created} pods created, {refused} refused, in {seconds:.1f} s", flush=True)
-    start = time.monotonic()
-    while pod_groups(api, ABUSER) < created and time.monotonic() - start < args.timeout:
-        time.sleep(2)
+    waited = wait_for("PodGroups", lambda: pod_groups(api, ABUSER), created, args.timeout)
     written = pod_groups(api, ABUSER)
-    print(f"flood: {written} PodGroups written {time.monotonic() - start:.0f} s after the last create; "
+    print(f"flood: {written} PodGroups written {waited:.0f} s after the last create; "
           f"draq RSS {process.rss_mib():.0f} MiB", flush=True)
+    # The resourceclaim controller creates the flood's claims at its client's rate (20 per second by default):
+    # until it is through, the tenant's claims queue behind them, whatever draq does.
+    waited = wait_for("ResourceClaims", lambda: claims(api, ABUSER), created, args.timeout)
+    print(f"flood: the resourceclaim controller created the flood's claims {waited:.0f} s after that", flush=True)
     waited = process.settle(0.3, 5, args.timeout)
-    flooded_cores = process.cores(args.window)
+    flooded_quiet = process.quiet(args.window)
     print(f"flood: draq settled after {waited:.0f} s more", flush=True)
+    before = process.passes()
     flooded = tenant_run(api, watcher, "flooded", args.singles, args.gangs, args.gang_size, args.timeout)
     watcher.stop()
-    print(describe(f"flooded ({written} abandoned groups pending)", flooded, process, flooded_cores), flush=True)
+    print(describe(f"flooded ({written} abandoned groups pending)", flooded, process, flooded_quiet,
+                   since(process, before)), flush=True)
     for kind in ("single", "gang"):
         print(f"{kind}: flooded/idle median, creation to released {ratio(flooded.released[kind], idle.released[kind])}"
               f", to bound {ratio(flooded.bound[kind], idle.bound[kind])} (goal <= 1.20x)", flush=True)
