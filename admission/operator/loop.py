@@ -72,6 +72,7 @@ from admission.kube.discovery import served
 from admission.operator.cache import OperatorCache, owner_watches
 from admission.operator.eviction import Evictor
 from admission.operator.health import LoopHealth
+from admission.operator.heap import HeapKeeper
 from admission.operator.leader import NO_FENCE, LeaderElector, LeadershipLost, default_identity
 from admission.operator.metrics import OperatorMetrics
 from admission.operator.owners import OwnerNotices
@@ -119,6 +120,7 @@ class Operator:
         self._queue_status: dict[str, Mapping[str, Any]] = {}
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
         self.health = LoopHealth(clock)
+        self.heap = HeapKeeper(clock)
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
                                        lambda: self.elector is None or self.elector.leading.is_set(), clock=clock)
 
@@ -149,6 +151,7 @@ class Operator:
                 try:
                     with self.health.running_pass():
                         await self._pass_in_term()
+                    self.heap.after_pass()
                 except LeadershipLost as err:
                     log.warning("admission cycle abandoned: %s", err)
                 except (KubeApiError, OSError, TimeoutError) as err:
