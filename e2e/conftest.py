@@ -20,6 +20,7 @@ import pytest
 
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
+from admission.webhook.configurations import MUTATING_NAME, VALIDATING_NAME
 
 _failed: list[str] = []
 
@@ -76,11 +77,15 @@ def cluster_scope_cleared(control_plane: ControlPlane) -> Iterator[None]:
     """Remove draq's cluster-scoped objects after each module.
 
     QuotaUnits and ClusterQueues are cluster-wide: one a module leaves behind would charge (or
-    limit) the next module's claims, so every module starts with none of them.
+    limit) the next module's claims, so every module starts with none of them. The webhook
+    configurations a module's draq published go too: they would send the next module's pods to a
+    webhook that is no longer there.
     """
     yield
     control_plane.kubectl("delete", "quotaunits.draq.io,clusterqueues.draq.io", "--all", "--ignore-not-found",
                           "--wait=false", check=False)
+    control_plane.kubectl("delete", f"mutatingwebhookconfigurations/{MUTATING_NAME}",
+                          f"validatingwebhookconfigurations/{VALIDATING_NAME}", "--ignore-not-found", check=False)
 
 
 @pytest.fixture
