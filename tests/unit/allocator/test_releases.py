@@ -1,0 +1,69 @@
+"""What changes between the releases draq models: 1.37's gate defaults, locked gates, the gates draq
+does not model, and where a pool's counter sets come from."""
+
+from __future__ import annotations
+
+import pytest
+
+from admission.core import features
+from admission.core.allocator import Status
+from admission.core.errors import InvalidInput
+from tests.support.builders import Manifest, claim, device, device_class, node, resource_slice
+from tests.unit.allocator.builders import allocator
+
+
+def test_1_37_defaults_follow_its_versioned_gate_specs() -> None:
+    gates = features.gates_for("v1.37.2")
+    assert gates.minor == 37
+    for on in ("DRADeviceTaints", "DRADeviceTaintRules", "DRAExtendedResource", "DRAPartitionableDevices",
+               "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRAFractionalCapacityRange"):
+        assert on in gates, on
+    for off in ("DRAListTypeAttributes", "DRADeviceCompatibilityGroups", "DRADerivedAttributes",
+                "DRAOptionalNodeOperations"):
+        assert off not in gates, off
+
+
+def test_1_36_keeps_device_taint_rules_off_and_has_no_1_37_gates() -> None:
+    gates = features.gates_for("1.36")
+    assert "DRADeviceTaintRules" not in gates
+    assert "DRADeviceTaints" in gates
+    with pytest.raises(InvalidInput, match=r"DRADerivedAttributes.*not a gate of Kubernetes 1\.36"):
+        features.gates_for("1.36", {"DRADerivedAttributes": True})
+
+
+@pytest.mark.parametrize(("version", "gate"), [("1.37", "DRAPrioritizedList"), ("1.37", "DRAExtendedResource"),
+                                               ("1.36", "DRAAdminAccess")])
+def test_turning_off_a_locked_ga_gate_is_refused(version: str, gate: str) -> None:
+    with pytest.raises(InvalidInput, match=f"{gate}.*GA and locked to true in {version}"):
+        features.gates_for(version, {gate: False})
+    assert gate in features.gates_for(version, {gate: True})
+
+
+def test_1_35_may_still_turn_off_the_prioritized_list() -> None:
+    assert "DRAPrioritizedList" not in features.gates_for("1.35", {"DRAPrioritizedList": False})
+
+
+def test_unmodelled_gates_are_named_with_their_release() -> None:
+    assert features.gates_for("1.36").unmodelled() == ()
+    notes = features.gates_for("1.37").unmodelled()
+    assert len(notes) == 1 and notes[0].startswith("DRAFractionalCapacityRange is on (1.37)")
+    both = features.gates_for("1.37", {"DRADeviceCompatibilityGroups": True, "DRAFractionalCapacityRange": False})
+    assert [n.split(" ")[0] for n in both.unmodelled()] == ["DRADeviceCompatibilityGroups"]
+
+
+def _pool_with_counters_on_another_node() -> list[Manifest]:
+    """Pool `shared` of two slices: the partition on node `b`, its counter set in a slice bound to node `a`."""
+    part = device("part-0", consumes={"gpu-0": {"memory": "40Gi"}})
+    return [node("a"), node("b"), device_class(),
+            resource_slice("b", part, name="shared-devices", pool="shared", count=2),
+            resource_slice("a", name="shared-counters", pool="shared", count=2, counters={"gpu-0": {"memory": "80Gi"}}),
+            claim("c")]
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
+def test_counter_sets_bound_to_another_node_still_serve_the_pool(version: str) -> None:
+    gates = features.gates_for(version, {"DRAPartitionableDevices": True})
+    alloc = allocator(*_pool_with_counters_on_another_node(), gates=gates)
+    snapshot = alloc.snapshot
+    outcome = alloc.allocate(snapshot.node("b"), [snapshot.claims["default/c"]])
+    assert outcome.status is Status.ALLOCATED, outcome.message
