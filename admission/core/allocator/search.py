@@ -167,6 +167,8 @@ class NodeSearch:
         self.estimate_upstream = False
         # 1.34 charged a shared device's counters for every share; later releases only for the first.
         self.shared_counters_once = gates.minor >= 35
+        # 1.37 counts a device shared without taking capacity as in use too (before, only capacity did).
+        self.any_share_in_use = gates.minor >= 37
         self.capacity_slot_quirk = gates.minor <= 34
         # Permuting releases may pick a shared device again for the next slot of the same request;
         # 1.36's combinations go on after it. (Combinations that repeat a shared device find what
@@ -378,9 +380,11 @@ class NodeSearch:
         return None
 
     def _capacity_in_use(self, device_id: str) -> bool:
-        """A shared device some capacity of which is taken (cluster or search): its counters were
-        charged when the first share was taken, and are not checked or charged again."""
-        return device_id in self.usage.consumed or device_id in self.capacity_in_search
+        """A shared device some capacity of which is taken (cluster or search; on 1.37 any share in the
+        cluster): its counters were charged when the first share was taken, and are not checked or charged
+        again."""
+        return (device_id in self.usage.consumed or device_id in self.capacity_in_search
+                or (self.any_share_in_use and device_id in self.usage.shared))
 
     # ----- counters (partitionable devices) ---------------------------------------------------
 

@@ -8,7 +8,7 @@ import pytest
 from admission.core import features
 from admission.core.allocator import Status
 from admission.core.errors import InvalidInput
-from tests.support.builders import Manifest, claim, device, device_class, node, resource_slice
+from tests.support.builders import Manifest, claim, device, device_class, node, resource_slice, result
 from tests.unit.allocator.builders import allocator
 
 
@@ -67,3 +67,19 @@ def test_counter_sets_bound_to_another_node_still_serve_the_pool(version: str) -
     snapshot = alloc.snapshot
     outcome = alloc.allocate(snapshot.node("b"), [snapshot.claims["default/c"]])
     assert outcome.status is Status.ALLOCATED, outcome.message
+
+
+@pytest.mark.parametrize(("version", "status"), [("1.36", Status.UNFIT), ("1.37", Status.ALLOCATED)])
+def test_a_share_that_took_no_capacity_holds_the_counters_once_from_1_37(version: str, status: Status) -> None:
+    """A shareable partition using every counter of its set, shared once without capacity: 1.36 checks its
+    counters again for the next share (and finds them taken); 1.37 counts the device as in use and does not."""
+    part = device("part-0", consumes={"gpu-0": {"memory": "80Gi"}}, allowMultipleAllocations=True)
+    taken = result("gpu", "part-0", "n1", shareID="00000000-0000-0000-0000-000000000001")
+    alloc = allocator(node("n1"), device_class(),
+                      resource_slice("n1", part, name="n1-parts", count=2),
+                      resource_slice("n1", name="n1-counters", count=2, counters={"gpu-0": {"memory": "80Gi"}}),
+                      claim("held", allocation=[taken]), claim("c"),
+                      gates=features.gates_for(version))
+    snapshot = alloc.snapshot
+    outcome = alloc.allocate(snapshot.node("n1"), [snapshot.claims["default/c"]])
+    assert outcome.status is status, outcome.message
