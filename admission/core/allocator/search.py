@@ -520,7 +520,8 @@ class NodeSearch:
                     return None
         if self.taints_gate and device.taints and not _tolerated(device, alternative.selection,
                                                                   self.every_taint_blocks):
-            return self._refused(device, charged)
+            self._refused(device, charged)
+            return None
         trackers = plan.constraints
         for added, index in enumerate(alternative.constraints):
             if not trackers[index].add(alternative.request, device):
@@ -536,7 +537,8 @@ class NodeSearch:
             if self.refusal_rolls_back:
                 for index in reversed(alternative.constraints):
                     trackers[index].remove(alternative.request)
-                return self._refused(device, charged)
+                self._refused(device, charged)
+                return None
             # Upstream before 1.37 has marked the device as being allocated by now and does not undo that,
             # nor the constraints or counters: they stay so for the rest of the search.
             if not multi:
