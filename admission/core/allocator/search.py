@@ -169,9 +169,9 @@ class NodeSearch:
         self.shared_counters_once = gates.minor >= 35
         # 1.37 counts a device shared without taking capacity as in use too (before, only capacity did).
         self.any_share_in_use = gates.minor >= 37
-        # 1.37 rolls back what a device took (counters, constraints, its in-use mark) when a later check
-        # refuses it; v1.36.2 and earlier kept it taken for the rest of the search.
-        self.refusal_rolls_back = gates.minor >= 37
+        # v1.36.3 and 1.37 roll back what a device took (counters, constraints, its in-use mark) when a
+        # later check refuses it; v1.36.2 and earlier kept it taken for the rest of the search.
+        self.refusal_rolls_back = gates.minor >= 36
         self.capacity_slot_quirk = gates.minor <= 34
         # Permuting releases may pick a shared device again for the next slot of the same request;
         # 1.36's combinations go on after it. (Combinations that repeat a shared device find what
@@ -548,7 +548,7 @@ class NodeSearch:
         return self._record(plan, alternative, device, multi, charged)
 
     def _refused(self, device: Device, charged: dict[CounterKey, Fraction] | None) -> None:
-        """A device a later check refused: from 1.37 on its counters are given back."""
+        """A device a later check refused: from v1.36.3 on its counters are given back."""
         if self.refusal_rolls_back and charged is not None:
             self._release_counters(device, charged)
 

@@ -85,17 +85,19 @@ def test_a_share_that_took_no_capacity_holds_the_counters_once_from_1_37(version
     assert outcome.status is status, outcome.message
 
 
-@pytest.mark.parametrize(("version", "status"), [("1.36", Status.UNFIT), ("1.37", Status.ALLOCATED)])
-def test_a_device_refused_for_its_taint_gives_its_counters_back_from_1_37(version: str, status: Status) -> None:
-    """Two partitions of one GPU, each using all its memory; the first is tainted. v1.36.2 keeps the
-    counters the tainted one took, so the second does not fit; 1.37 rolls them back and takes it."""
+@pytest.mark.parametrize(("version", "status"), [
+    ("1.35", Status.UNFIT), ("1.36", Status.ALLOCATED), ("1.37", Status.ALLOCATED)])
+def test_a_device_refused_for_its_taint_gives_its_counters_back_from_1_36_3(version: str, status: Status) -> None:
+    """Two partitions of one GPU, each using all its memory; the first is tainted. 1.35 keeps the
+    counters the tainted one took, so the second does not fit; v1.36.3 and 1.37 roll them back and take it."""
     tainted = device("part-a", consumes={"gpu-0": {"memory": "80Gi"}},
                      taints=[{"key": "broken", "effect": "NoSchedule"}])
     clean = device("part-b", consumes={"gpu-0": {"memory": "80Gi"}})
     alloc = allocator(node("n1"), device_class(),
                       resource_slice("n1", tainted, clean, name="n1-parts", count=2),
                       resource_slice("n1", name="n1-counters", count=2, counters={"gpu-0": {"memory": "80Gi"}}),
-                      claim("c"), gates=features.gates_for(version))
+                      claim("c"), gates=features.gates_for(version, {"DRAPartitionableDevices": True,
+                                                                      "DRADeviceTaints": True}))
     snapshot = alloc.snapshot
     outcome = alloc.allocate(snapshot.node("n1"), [snapshot.claims["default/c"]])
     assert outcome.status is status, outcome.message
