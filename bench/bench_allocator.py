@@ -1,6 +1,6 @@
 """Allocator benchmarks: pods/s for single pods, a 32-pod gang, and inventory memory. Prints medians.
 
-    .venv/bin/python bench/bench_allocator.py [--repeat N]
+    .venv/bin/python bench/bench_allocator.py [--repeat N] [--kubernetes-version 1.37]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from admission.core.allocator import Allocator, GangMember, Snapshot, place_gang
 from admission.core.features import gates_for
 from admission.core.models import Pod, ResourceClaim, parse_object, parse_objects
 from admission.core.nodefit import PodFit
+
+RELEASE = "1.35"  # the release whose semantics are measured (--kubernetes-version)
 
 
 def claim(name: str, count: int) -> ResourceClaim:
@@ -52,7 +54,7 @@ def median_of(repeat: int, run: Callable[[], float]) -> float:
 
 def bench_single_pods(snapshot: Snapshot, count: int, pods: int, repeat: int) -> float:
     """Pods/s: for each pod, try nodes in order until its claim fits (devices are not kept)."""
-    gates = gates_for("1.35")
+    gates = gates_for(RELEASE)
     nodes = sorted(snapshot.nodes)
 
     def run() -> float:
@@ -69,7 +71,7 @@ def bench_single_pods(snapshot: Snapshot, count: int, pods: int, repeat: int) ->
 
 
 def bench_gang(snapshot: Snapshot, size: int, repeat: int) -> float:
-    gates = gates_for("1.35")
+    gates = gates_for(RELEASE)
 
     def run() -> float:
         allocator = Allocator(snapshot, gates)
@@ -120,7 +122,7 @@ def bench_gang_node_fit(snapshot: Snapshot, size: int, repeat: int, inter_pod: b
     """The gang of `bench_gang`, each member also with cpu, memory, a sidecar and a toleration checked
     against node allocatable and the pods already bound (with `inter_pod`, also anti-affinity and
     spread between members); and the one-off node-fit index build."""
-    gates = gates_for("1.35")
+    gates = gates_for(RELEASE)
     start = time.perf_counter()
     index = snapshot.node_fit
     build_ms = (time.perf_counter() - start) * 1000
@@ -145,7 +147,7 @@ def bench_memory(nodes: int, gpus: int) -> tuple[float, float]:
     rss_before = _rss_mib()
     tracemalloc.start()
     snapshot = Snapshot.from_models(parse_objects(manifests))
-    allocator = Allocator(snapshot, gates_for("1.35"))
+    allocator = Allocator(snapshot, gates_for(RELEASE))
     for node in list(snapshot.nodes)[:1]:
         allocator.view(node)
     del manifests
@@ -196,7 +198,7 @@ def per_call(repeat: int, calls: int, run: Callable[[], object]) -> tuple[float,
 def bench_fixed_costs(half_full: Snapshot, repeat: int) -> None:
     """The three cases where a per-call cost decides: a full node, first fit past 256 full nodes, and a
     2-GPU claim with matchAttribute on a free node (the Go allocator: 11 µs, 4.2 ms, 28 µs)."""
-    gates = gates_for("1.35")
+    gates = gates_for(RELEASE)
     allocator = Allocator(half_full, gates)
     nodes = sorted(half_full.nodes)
     one = claim("one", 1)
@@ -223,10 +225,13 @@ def bench_fixed_costs(half_full: Snapshot, repeat: int) -> None:
 
 
 def main() -> None:
+    global RELEASE
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--fixed-costs-only", action="store_true", help="only the three per-call cases")
+    parser.add_argument("--kubernetes-version", default="1.35", help="release whose semantics to measure")
     args = parser.parse_args()
+    RELEASE = args.kubernetes_version
     snapshot = Snapshot.from_models(parse_objects(cluster_manifests(512, 8)))
     for count in (8, 1):
         rate = bench_single_pods(snapshot, count, 2000, args.repeat)

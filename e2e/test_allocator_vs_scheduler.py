@@ -31,12 +31,12 @@ def cluster_gates(plane: ControlPlane) -> Any:
 
 
 def scenario_features(plane: ControlPlane) -> scenarios.Features:
-    """With the alpha gates on, scenarios also use device taints, distinctAttribute constraints and (1.35+
-    slice layout) partitions. Admin-access requests are used always (the namespace allows them)."""
-    if not plane.alpha_dra:
-        return scenarios.Features()
+    """With the gates on (alpha before 1.36, beta or GA by default since), scenarios also use device taints,
+    distinctAttribute constraints and (1.35+ slice layout) partitions. Admin-access requests are used
+    always (the namespace allows them)."""
     gates = cluster_gates(plane)
-    return scenarios.Features(partitions=gates.minor >= 35, taints=True, distinct=gates.consumable_capacity)
+    return scenarios.Features(partitions=gates.partitionable_devices and gates.minor >= 35,
+                              taints=gates.device_taints, distinct=gates.consumable_capacity)
 
 
 def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:

@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-gates", default="", metavar="Gate=true,...",
                         help="DRA feature gates overriding the version's defaults")
     parser.add_argument("--kubernetes-version", default=None, choices=SUPPORTED_VERSIONS,
-                        help="release whose defaults and behaviour to model (default: 1.35)")
+                        help="release whose defaults and behaviour to model (default: 1.35); on 1.37 the answer names "
+                             "the gates in force whose semantics draq does not model")
     parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
 
 
@@ -52,10 +53,12 @@ def run(args: argparse.Namespace) -> int:
     claims = [_claim(snapshot, name, args.namespace) for name in names]
     allocator = Allocator(snapshot, gates)
     outcome = allocator.allocate(node, claims)
+    notes = gates.unmodelled()
     if args.output == "json":
-        print(json.dumps(json_answer(outcome, names, claims), indent=2, sort_keys=False))
+        print(json.dumps({**json_answer(outcome, names, claims), "notModelled": list(notes)},
+                         indent=2, sort_keys=False))
     else:
-        print("\n".join(text_answer(allocator, outcome, names, claims)))
+        print("\n".join([*text_answer(allocator, outcome, names, claims), *(f"not modelled: {n}" for n in notes)]))
     return 0
 
 

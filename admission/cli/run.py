@@ -38,7 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
                         "then the in-cluster service account)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
-    parser.add_argument("--kubernetes-version", help="release whose DRA behaviour to follow (1.34, 1.35, 1.36)")
+    parser.add_argument("--kubernetes-version", help="release whose DRA behaviour to follow (1.34 to 1.37; "
+                        "default: the API server's own, read at start)")
     parser.add_argument("--namespace", default=DEFAULTS.lease_namespace,
                         help="draq's namespace: the leader Lease and the webhook CA live here (default %(default)s)")
     parser.add_argument("--no-leader-election", action="store_true",

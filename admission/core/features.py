@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from admission.core.errors import InvalidInput
 
-SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36")
+SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36", "1.37")
 DEFAULT_VERSION = "1.35"
 
 # Gates that change what the allocator (or the API server, for fields) does.
@@ -30,8 +30,32 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
         "DRADeviceTaints": True, "DRAConsumableCapacity": True, "DRAExtendedResource": True,
         "DRAListTypeAttributes": False, "DRADeviceTaintRules": False,
     },
+    # From the versioned gate specs of k8s.io/kubernetes v1.37.2 (pkg/features/kube_features.go).
+    "1.37": {
+        "DRAPrioritizedList": True, "DRAAdminAccess": True, "DRAResourceClaimDeviceStatus": True,
+        "DRADeviceBindingConditions": True, "DRAPartitionableDevices": True,
+        "DRADeviceTaints": True, "DRAConsumableCapacity": True, "DRAExtendedResource": True,
+        "DRAListTypeAttributes": False, "DRADeviceTaintRules": True,
+        "DRAFractionalCapacityRange": True, "DRADeviceCompatibilityGroups": False,
+        "DRADerivedAttributes": False, "DRAOptionalNodeOperations": False,
+    },
 }
-KNOWN_GATES = frozenset(_DEFAULTS["1.36"])
+# Gates new in 1.37 that change what the allocator does and that draq does not model: with one on, draq
+# says so (at start and in `draq allocate`) instead of answering as if it were off.
+UNMODELLED_GATES = {
+    "DRAFractionalCapacityRange": "capacity request policies with fractional min, max or step are rounded "
+                                  "on milli-units by the scheduler; draq rounds them exactly",
+    "DRADeviceCompatibilityGroups": "devices of incompatible groups are not kept apart",
+    "DRADerivedAttributes": "requests with derived attributes are not evaluated",
+    "DRAOptionalNodeOperations": "optional node operations are not considered",
+}
+KNOWN_GATES = frozenset(_DEFAULTS["1.37"])
+# GA gates locked to their default: the components refuse to start when one is set otherwise.
+_LOCKED: dict[str, frozenset[str]] = {
+    "1.36": frozenset({"DRAAdminAccess"}),
+    "1.37": frozenset({"DRAAdminAccess", "DRAPrioritizedList", "DRAExtendedResource",
+                       "DRAResourceClaimDeviceStatus"}),
+}
 # Alpha in 1.35: what `--alpha-dra` switches on for every control-plane component.
 ALPHA_GATES_1_35 = (
     "DRAConsumableCapacity", "DRAExtendedResource", "DRAPartitionableDevices", "DRADeviceTaints",
@@ -75,6 +99,11 @@ class FeatureGates:
     def __contains__(self, gate: object) -> bool:
         return gate in self.enabled
 
+    def unmodelled(self) -> tuple[str, ...]:
+        """One line per gate in force whose allocator semantics draq does not model."""
+        return tuple(f"{gate} is on ({self.version}): {why}; answers that depend on it are not the "
+                     f"scheduler's" for gate, why in UNMODELLED_GATES.items() if gate in self.enabled)
+
 
 def normalize_version(version: str | None) -> str:
     if not version:
@@ -95,6 +124,12 @@ def gates_for(version: str | None = None, overrides: Mapping[str, bool] | None =
         if gate not in KNOWN_GATES:
             raise InvalidInput("--feature-gates", gate, "unknown DRA feature gate; known: "
                                + ", ".join(sorted(KNOWN_GATES)))
+        if gate not in state:
+            raise InvalidInput("--feature-gates", gate, f"is not a gate of Kubernetes {v}; remove it from the flag "
+                               "or model a release that has it")
+        if gate in _LOCKED.get(v, ()) and on != state[gate]:
+            raise InvalidInput("--feature-gates", gate, f"is GA and locked to {str(state[gate]).lower()} in {v}; "
+                               "remove it from the flag")
         state[gate] = on
     return FeatureGates(v, frozenset(g for g, on in state.items() if on))
 
@@ -113,3 +148,20 @@ def parse_gate_flag(text: str) -> dict[str, bool]:
             raise InvalidInput("--feature-gates", item, "expected Gate=true or Gate=false")
         result[name.strip()] = value.lower() == "true"
     return result
+
+
+def modelled_release(server: str | None) -> tuple[str, tuple[str, ...]]:
+    """The release whose semantics draq models for an API server of release `server` (`1.37`; None when
+    it did not say), and what draq says at start when that is not the server's own release."""
+    if server is None:
+        return DEFAULT_VERSION, (f"the API server did not report its version: allocation follows Kubernetes "
+                                 f"{DEFAULT_VERSION}; pass --kubernetes-version to choose",)
+    if server in _DEFAULTS:
+        return server, ()
+    oldest, newest = SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]
+    minor = int(server.split(".")[1])
+    if minor < int(oldest.split(".")[1]):
+        return oldest, (f"Kubernetes {server} is older than the oldest release draq models ({oldest}): "
+                        f"allocation answers follow {oldest} and are not that scheduler's",)
+    return newest, (f"Kubernetes {server} is newer than the newest release draq models ({newest}): allocation "
+                    f"answers follow {newest}; what {server} changed is not modelled",)

@@ -27,7 +27,7 @@ from typing import TypeVar
 # (v1.35.6 and v1.34.9 lack k8s.io/externaljwt, k8s.io/kube-proxy or k8s.io/cli-runtime there).
 DEFAULT_VERSION = "v1.35.8"
 COMPAT_VERSION = "v1.34.10"
-KNOWN_VERSIONS = {"1.35": DEFAULT_VERSION, "1.34": COMPAT_VERSION}
+KNOWN_VERSIONS = {"1.37": "v1.37.2", "1.36": "v1.36.3", "1.35": DEFAULT_VERSION, "1.34": COMPAT_VERSION}
 COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/", re.MULTILINE)
 T = TypeVar("T")
@@ -215,7 +215,8 @@ def build_command(argv: list[str] | None, doc: str, build: Callable[[str | None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    return build_command(argv, __doc__ or "", build, ("--kubernetes-version", "1.35 (default) or 1.34, or vX.Y.Z"),
+    return build_command(argv, __doc__ or "", build,
+                         ("--kubernetes-version", "1.35 (default), 1.37, 1.36 or 1.34, or vX.Y.Z"),
                          ("--print-dir", "print the binary directory"), lambda paths: paths.bin_dir)
 
 

@@ -40,7 +40,19 @@ CONTROLLERS = tuple(f"{name}-controller" for name in (
 ALPHA_DRA_GATES = ("DRAConsumableCapacity", "DRAExtendedResource", "DRAPartitionableDevices",
                    "DRADeviceTaints", "DRADeviceBindingConditions")
 ALPHA_GANG_GATES = ("GenericWorkload", "GangScheduling")
+# The Workload API version each release serves for native gangs; 1.37 folded GangScheduling into
+# GenericWorkload (the gate is gone, and naming an unknown gate stops a component from starting).
+GANG_API = {34: "v1alpha1", 35: "v1alpha1", 36: "v1alpha2", 37: "v1beta1"}
 STARTUP_TIMEOUT = float(os.environ.get("DRAQ_STARTUP_TIMEOUT", "90"))
+
+
+def gang_gates(minor: int) -> tuple[str, ...]:
+    return ("GenericWorkload",) if minor >= 37 else ALPHA_GANG_GATES
+
+
+def gang_api(minor: int) -> str:
+    """The scheduling.k8s.io version serving Workload on a release (the newest known for later ones)."""
+    return GANG_API.get(minor, GANG_API[max(GANG_API)] if minor > max(GANG_API) else GANG_API[min(GANG_API)])
 
 
 class ControlPlaneError(RuntimeError):
@@ -174,9 +186,12 @@ class ControlPlane:
     def gates(self) -> dict[str, bool]:
         gates = {g: True for g in ALPHA_DRA_GATES} if self.alpha_dra else {}
         if self.alpha_gangs:
-            gates.update({g: True for g in ALPHA_GANG_GATES})
+            gates.update({g: True for g in gang_gates(self.minor())})
         gates.update(self.feature_gates)
         return gates
+
+    def minor(self) -> int:
+        return int(build.resolve_version(self.version).lstrip("v").split(".")[1])
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True,
                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -404,7 +419,7 @@ current-context: draq-local
             # 1.34's scheduler only schedules with DRADeviceTaints on when v1alpha3 is served.
             runtime.append("resource.k8s.io/v1alpha3=true")
         if self.alpha_gangs:
-            runtime.append("scheduling.k8s.io/v1alpha1=true")
+            runtime.append(f"scheduling.k8s.io/{gang_api(self.minor())}=true")
         if runtime:
             argv.append("--runtime-config=" + ",".join(runtime))
         return argv + self._gate_flag()

@@ -52,7 +52,7 @@ from admission.core.cycle import (
     unreleased_members,
 )
 from admission.core.errors import DraqError
-from admission.core.features import gates_for
+from admission.core.features import gates_for, modelled_release
 from admission.core.native_gangs import referenced_workload, workload_name
 from admission.core.quota import (
     Amounts,
@@ -69,6 +69,7 @@ from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.discovery import served
+from admission.kube.listing import server_release
 from admission.operator.cache import OperatorCache, owner_watches
 from admission.operator.eviction import Evictor
 from admission.operator.health import LoopHealth
@@ -124,6 +125,17 @@ class Operator:
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
                                        lambda: self.elector is None or self.elector.leading.is_set(), clock=clock)
 
+    async def choose_release(self) -> None:
+        """Model the API server's own release unless one was given; say what draq does not model."""
+        if self.settings.kubernetes_version is None:
+            release, notes = modelled_release(await server_release(self.api))
+            self.gates = self.reader.gates = gates_for(release)
+            for note in notes:
+                log.warning("%s", note)
+        log.info("allocation modelled as Kubernetes %s", self.gates.version)
+        for note in self.gates.unmodelled():
+            log.warning("not modelled: %s", note)
+
     async def run(self) -> None:
         """Run until cancelled; on the way out the Lease is released, so another replica takes over at once.
 
@@ -133,6 +145,7 @@ class Operator:
         term = 0
         try:
             listing = self.clock.monotonic()
+            await self.choose_release()
             await self.watch_owners()
             await self.cache.start()
             log.info("caches listed in %.1fs", self.clock.monotonic() - listing)

@@ -77,6 +77,7 @@ class FakeApi:
         self.server_now: dt.datetime | None = None  # what `server_time` answers: unknown unless a test sets it
         # Discovery: group/version -> the plurals it serves (none unless a test serves some).
         self.discovery: dict[str, list[str]] = {}
+        self.git_version: str | None = None  # what /version answers: not found unless a test sets it
 
     # ----- seeding and inspection -------------------------------------------------------------------
     def add(self, *manifests: Mapping[str, Any]) -> None:
@@ -99,6 +100,10 @@ class FakeApi:
     # ----- the Client interface ---------------------------------------------------------------------
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         self._maybe_fail("GET", path)
+        if path == "/version":
+            if self.git_version is None:
+                raise KubeApiError("GET", path, 404, "the server could not find the requested resource")
+            return {"gitVersion": self.git_version}
         parts = path.strip("/").split("/")
         if len(parts) == (2 if parts[0] == "api" else 3):  # discovery of one group/version
             served = self.discovery.get("/".join(parts[1:]))

@@ -246,8 +246,10 @@ class SnapshotInventory:
                 return PoolView(driver, name, generation, devices, incomplete=True, usable=False,
                                 has_binding_conditions=has_binding)
             checked = same_generation  # complete only with slices for other nodes: those are checked too
-        counter_sets = {cs.name: cs.counters for s in kept for cs in s.shared_counters}
-        invalid = _duplicate_device(kept) or _counter_problem(kept, checked, gates)
+        # A pool complete only with slices for other nodes takes its counter sets from those too (a
+        # counters-only slice bound to another node is one of them).
+        counter_sets = {cs.name: cs.counters for s in checked for cs in s.shared_counters}
+        invalid = _duplicate_device(kept) or _counter_problem(checked, gates)
         return PoolView(driver, name, generation, devices, invalid=invalid, usable=invalid is None,
                         counter_sets=counter_sets, has_binding_conditions=has_binding)
 
@@ -305,12 +307,12 @@ def _duplicate_device(kept: list[ResourceSlice]) -> str | None:
     return None
 
 
-def _counter_problem(kept: list[ResourceSlice], checked: list[ResourceSlice], gates: FeatureGates) -> str | None:
+def _counter_problem(checked: list[ResourceSlice], gates: FeatureGates) -> str | None:
     """Counter sets named twice, or devices (of `checked` slices) consuming counters nobody declares."""
     if not gates.partitionable_devices:
         return None
     sets: dict[str, Mapping[str, Quantity]] = {}
-    for item in kept:
+    for item in checked:  # counters-only slices bound to other nodes declare for the pool too
         for counter_set in item.shared_counters:
             if counter_set.name in sets:
                 return f"duplicate counter set name {counter_set.name}"

@@ -167,6 +167,11 @@ class NodeSearch:
         self.estimate_upstream = False
         # 1.34 charged a shared device's counters for every share; later releases only for the first.
         self.shared_counters_once = gates.minor >= 35
+        # 1.37 counts a device shared without taking capacity as in use too (before, only capacity did).
+        self.any_share_in_use = gates.minor >= 37
+        # v1.36.3 and 1.37 roll back what a device took (counters, constraints, its in-use mark) when a
+        # later check refuses it; v1.36.2 and earlier kept it taken for the rest of the search.
+        self.refusal_rolls_back = gates.minor >= 36
         self.capacity_slot_quirk = gates.minor <= 34
         # Permuting releases may pick a shared device again for the next slot of the same request;
         # 1.36's combinations go on after it. (Combinations that repeat a shared device find what
@@ -378,9 +383,11 @@ class NodeSearch:
         return None
 
     def _capacity_in_use(self, device_id: str) -> bool:
-        """A shared device some capacity of which is taken (cluster or search): its counters were
-        charged when the first share was taken, and are not checked or charged again."""
-        return device_id in self.usage.consumed or device_id in self.capacity_in_search
+        """A shared device some capacity of which is taken (cluster or search; on 1.37 any share in the
+        cluster): its counters were charged when the first share was taken, and are not checked or charged
+        again."""
+        return (device_id in self.usage.consumed or device_id in self.capacity_in_search
+                or (self.any_share_in_use and device_id in self.usage.shared))
 
     # ----- counters (partitionable devices) ---------------------------------------------------
 
@@ -513,25 +520,37 @@ class NodeSearch:
                     return None
         if self.taints_gate and device.taints and not _tolerated(device, alternative.selection,
                                                                   self.every_taint_blocks):
+            self._refused(device, charged)
             return None
         trackers = plan.constraints
         for added, index in enumerate(alternative.constraints):
             if not trackers[index].add(alternative.request, device):
+                for undo in alternative.constraints[:added]:
+                    trackers[undo].remove(alternative.request)
+                self._refused(device, charged)
                 if strict:
                     raise AllocationError(f"{plan.owner}, request {alternative.result_name}: cannot add "
                                           f"device {device.id} because a claim constraint would not be "
                                           "satisfied")
-                for undo in alternative.constraints[:added]:
-                    trackers[undo].remove(alternative.request)
                 return None
         if self.consumable_gate and self._capacity_refuses(alternative, device, slot, strict):
-            # Upstream has marked the device as being allocated by now and does not undo that, nor the
-            # constraints or counters: they stay so for the rest of the search.
+            if self.refusal_rolls_back:
+                for index in reversed(alternative.constraints):
+                    trackers[index].remove(alternative.request)
+                self._refused(device, charged)
+                return None
+            # Upstream before 1.37 has marked the device as being allocated by now and does not undo that,
+            # nor the constraints or counters: they stay so for the rest of the search.
             if not multi:
                 self.picked[device.id] = self.picked.get(device.id, 0) + 1
                 plan.devices[device.id] = plan.devices.get(device.id, 0) + 1
             return None
         return self._record(plan, alternative, device, multi, charged)
+
+    def _refused(self, device: Device, charged: dict[CounterKey, Fraction] | None) -> None:
+        """A device a later check refused: from v1.36.3 on its counters are given back."""
+        if self.refusal_rolls_back and charged is not None:
+            self._release_counters(device, charged)
 
     def _capacity_refuses(self, alternative: Alternative, device: Device, slot: int, strict: bool) -> bool:
         """The capacity check made after the constraints. The device loop checks capacity before taking

@@ -90,3 +90,22 @@ def test_malformed_yaml_names_the_file_and_line(tmp_path: Path, capsys: pytest.C
     bad.write_text("kind: Node\nmetadata: [oops\n")
     code, _, err = run(capsys, "-f", str(bad), "--node", "n1", "--claims", "c")
     assert code == 2 and "bad.yaml" in err and "line" in err
+
+
+def test_1_37_answers_name_what_is_not_modelled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 1), claim("c"))
+    base = ["-f", objects, "--node", "n1", "--claims", "c", "--kubernetes-version", "1.37"]
+    answer = json.loads(run(capsys, *base, "-o", "json")[1])
+    assert answer["allocatable"] is True
+    assert [n.split(" ")[0] for n in answer["notModelled"]] == ["DRAFractionalCapacityRange"]
+    text = run(capsys, *base, "--feature-gates", "DRAFractionalCapacityRange=false,DRADerivedAttributes=true")[1]
+    assert text.startswith("yes: c can be allocated")
+    assert "not modelled: DRADerivedAttributes is on (1.37)" in text
+    assert json.loads(run(capsys, *base[:-2], "-o", "json")[1])["notModelled"] == []
+
+
+def test_turning_off_a_locked_gate_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = write(tmp_path, node("n1"), device_class(), gpus("n1", 1), claim("c"))
+    code, _, err = run(capsys, "-f", objects, "--node", "n1", "--claims", "c", "--kubernetes-version", "1.37",
+                       "--feature-gates", "DRAPrioritizedList=false")
+    assert code == 2 and "DRAPrioritizedList" in err and "locked to true in 1.37" in err

@@ -72,3 +72,8 @@ def test_the_build_commands_share_one_main(capsys: pytest.CaptureFixture[str]) -
     assert main("--release", "bad") == 1
     assert capsys.readouterr().err == "error: no such release\n"
     assert asked == [("v1", True), (None, False), ("bad", False)]
+
+
+def test_the_current_releases_resolve_to_their_pinned_patch_releases() -> None:
+    assert build.resolve_version("1.37") == "v1.37.2"
+    assert build.resolve_version("v1.36") == "v1.36.3"
