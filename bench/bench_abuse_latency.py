@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, watch
+from bench_bound_latency import BoundWatch
+from kubernetes import client
 
 from admission.cli.demo import start_draq
 from admission.core.labels import GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
@@ -107,74 +108,6 @@ def pod(namespace: str, name: str, queue: str, claim_template: str, group: str, 
                                      "resources": {"requests": {"cpu": "10m"}, "claims": [{"name": "gpu"}]}}]}}
 
 
-class PodWatch:
-    """The monotonic time at which each pod of a namespace was first seen released (no scheduling gates)
-    and bound (spec.nodeName)."""
-
-    def __init__(self, api: Any, namespace: str) -> None:
-        self.core: Any = client.CoreV1Api(api)
-        self.namespace = namespace
-        self.bound: dict[str, float] = {}
-        self.released: dict[str, float] = {}
-        self.seen = threading.Condition()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> PodWatch:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def wait_bound(self, names: list[str], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self.seen:
-            while not all(n in self.bound for n in names):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.seen.wait(min(left, 0.5))
-        return True
-
-    def _see(self, item: Any) -> None:
-        name, now = item.metadata.name, time.monotonic()
-        with self.seen:
-            if not item.spec.scheduling_gates and name not in self.released:
-                self.released[name] = now
-            if item.spec.node_name and name not in self.bound:
-                self.bound[name] = now
-            self.seen.notify_all()
-
-    def _list(self) -> str:
-        listing = self.core.list_namespaced_pod(self.namespace)
-        for item in listing.items:
-            self._see(item)
-        return str(listing.metadata.resource_version)
-
-    def _run(self) -> None:
-        version = self._list()
-        while not self._stop.is_set():
-            try:
-                stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
-                    self.core.list_namespaced_pod, self.namespace, resource_version=version, timeout_seconds=5)
-                for event in stream:
-                    if event["type"] == "ERROR":  # e.g. 410 Gone: list again
-                        raise RuntimeError(str(event["raw_object"]))
-                    version = event["object"].metadata.resource_version
-                    self._see(event["object"])
-                    if self._stop.is_set():
-                        return
-            except Exception:  # the watch broke: list again
-                if self._stop.is_set():
-                    return
-                time.sleep(0.2)
-                try:
-                    version = self._list()
-                except Exception:
-                    continue
-
-
 @dataclass
 class Latencies:
     """Per group: seconds from its first create request to all its pods released, and to all bound."""
@@ -183,7 +116,7 @@ class Latencies:
     bound: dict[str, list[float]] = field(default_factory=lambda: {"single": [], "gang": []})
 
 
-def tenant_run(api: Any, watcher: PodWatch, label: str, singles: int, gangs: int, gang_size: int,
+def tenant_run(api: Any, watcher: BoundWatch, label: str, singles: int, gangs: int, gang_size: int,
                timeout: float) -> Latencies:
     """The tenant's groups, one after another, each created once the previous one is bound."""
     core: Any = client.CoreV1Api(api)
@@ -365,7 +298,7 @@ def run(plane: ControlPlane, args: argparse.Namespace, started: Callable[[Any], 
     print(f"{nodes} nodes x 8 GPUs; tenant: {args.singles} one-pod groups then {args.gangs} gangs of "
           f"{args.gang_size} pods, one after another, 1 GPU per pod; abuser: {args.flood} one-pod groups in "
           f"{queues} LocalQueues ({args.abuse}); {os.cpu_count()} cores", flush=True)
-    watcher = PodWatch(api, TENANT).start()
+    watcher = BoundWatch(api, TENANT).start()
     time.sleep(2)
     tenant_run(api, watcher, "warm", WARM_SINGLES, 1, args.gang_size, args.timeout)  # first-use costs of every path
     process.settle(0.05, 3, 30)

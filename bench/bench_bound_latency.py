@@ -75,13 +75,15 @@ def pod(namespace: str, index: int) -> dict[str, Any]:
 
 
 class BoundWatch:
-    """The monotonic time at which each pod of a namespace was first seen bound."""
+    """The monotonic time at which each pod of a namespace was first seen released (no scheduling gates)
+    and bound (spec.nodeName)."""
 
     def __init__(self, api: Any, namespace: str) -> None:
         self.core: Any = client.CoreV1Api(api)
         self.namespace = namespace
         self.bound: dict[str, float] = {}
-        self.released: dict[str, float] = {}  # first seen without scheduling gates
+        self.released: dict[str, float] = {}
+        self.seen = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -92,17 +94,29 @@ class BoundWatch:
     def stop(self) -> None:
         self._stop.set()
 
-    def _see(self, pod: Any) -> None:
-        name = pod.metadata.name
-        if not pod.spec.scheduling_gates and name not in self.released:
-            self.released[name] = time.monotonic()
-        if pod.spec.node_name and name not in self.bound:
-            self.bound[name] = time.monotonic()
+    def wait_bound(self, names: list[str], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.seen:
+            while not all(n in self.bound for n in names):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.seen.wait(min(left, 0.5))
+        return True
+
+    def _see(self, item: Any) -> None:
+        name, now = item.metadata.name, time.monotonic()
+        with self.seen:
+            if not item.spec.scheduling_gates and name not in self.released:
+                self.released[name] = now
+            if item.spec.node_name and name not in self.bound:
+                self.bound[name] = now
+            self.seen.notify_all()
 
     def _list(self) -> str:
         listing = self.core.list_namespaced_pod(self.namespace)
-        for pod in listing.items:
-            self._see(pod)
+        for item in listing.items:
+            self._see(item)
         return str(listing.metadata.resource_version)
 
     def _run(self) -> None:
@@ -118,7 +132,7 @@ class BoundWatch:
                     self._see(event["object"])
                     if self._stop.is_set():
                         return
-            except Exception:  # the watch broke (API server busy, or the run is over): list again
+            except Exception:  # the watch broke: list again
                 if self._stop.is_set():
                     return
                 time.sleep(0.2)
