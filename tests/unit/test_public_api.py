@@ -16,9 +16,10 @@ PUBLIC = {
         "domains_used", "place_beside", "place_in_topology", "topology_domains"
     ],
     "admission.core.cycle": [
-        "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "ChargeCorrection", "CycleInput", "CycleResult",
-        "DEFAULT_BIND_TIMEOUT", "Evict", "Extend", "GroupDecision", "GroupEvent", "GroupView", "LATE_CONDITION",
-        "LateWait", "NODE_NAME_FIELD", "PREEMPTED", "PendingCounts", "PhaseChange", "Preempt", "Preemptions",
+        "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "Changes", "ChargeCorrection", "CycleInput",
+        "CycleResult", "DEFAULT_BIND_TIMEOUT", "DEFAULT_SAFETY_SECONDS", "Evict", "Extend", "GroupDecision",
+        "GroupEvent", "GroupView", "LATE_CONDITION", "LateWait", "NODE_NAME_FIELD", "PREEMPTED", "Parking",
+        "PendingCounts", "PhaseChange", "Preempt", "Preemptions",
         "Requeue", "STEPS", "StepTimer", "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status",
         "backoff_seconds", "charge_corrected_event", "charge_corrections", "charging_inventory", "collect_groups",
         "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
