@@ -125,6 +125,10 @@ class CacheReader:
         self._snapshot: Snapshot | None = None
         self._snapshot_inputs: dict[str, list[Any]] = {}
         self._pods_by_key: tuple[dict[str, Pod], set[str] | None] = ({}, None)
+        self._previous_pods: dict[str, Pod] = {}
+        # Bumped by every change that could give a waiting group room: nodes, ResourceSlices, DeviceClasses,
+        # claims, templates, taint rules, and pods on nodes (`core.cycle.parking`).
+        self.capacity_epoch = 0
         self._problems: tuple[tuple[CompiledUnit, ...], object, dict[str, str]] | None = None
         self.seal_key: bytes | None = None  # the record seal's key, loaded by the operator before its first pass
         self.adopting = False  # the first start with a new key: records it cannot verify are taken as draq's
@@ -138,6 +142,7 @@ class CacheReader:
         inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object) for kind in DRA_KINDS}
         inputs["Pod"] = self._models("Pod", _pod_or_none, keep=_has_queue_label, keyed=True)
         pod_memo = self._parsed["Pod"]
+        self._previous_pods = self._pods_by_key[0]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
         pod_groups = self._models("PodGroup", self._parse_pod_group)
@@ -268,8 +273,25 @@ class CacheReader:
                 changed_pods=self._pods_by_key[1])
         else:
             snapshot = previous
+        if snapshot is not previous and self._capacity_changed(changed):
+            self.capacity_epoch += 1
         self._snapshot, self._snapshot_inputs = snapshot, inputs
         return snapshot
+
+    def _capacity_changed(self, kinds: set[str]) -> bool:
+        """Whether the changed kinds could free or add room: anything but pods, or a pod on a node (or that
+        was on one, or is gone). A pending pod's own changes reach its group through its view."""
+        if kinds - {"Pod"}:
+            return True
+        now, keys = self._pods_by_key
+        if keys is None:
+            return True
+        before = self._previous_pods
+        for key in keys:
+            old, new = before.get(key), now.get(key)
+            if new is None or (old is not None and old.node_name) or new.node_name:
+                return True
+        return False
 
     def _unit_failures(self, units: list[CompiledUnit], snapshot: Snapshot) -> dict[str, str]:
         """The units that fail on the cluster's devices (name -> why), computed again only when the units or
