@@ -72,7 +72,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     state = cycle.state
     decisions: list[GroupDecision] = []
     # A group whose record draq cannot trace is told so even when none of its members is gated.
-    pending, behind = _queue_heads([g for g in cycle.groups if g.pending or g.unsealed], cycle)
+    candidates = [g for g in cycle.groups if g.pending or g.unsealed]
+    pending, behind = _queue_heads(candidates, cycle)
     decisions.extend(behind)
     gangs = {g.key: gang_of(g) for g in pending}
     early = [_precheck(g, gangs[g.key], cycle) for g in pending]
@@ -95,9 +96,12 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     extended = extended_claims(cycle.snapshot.claims.values())
-    parking = advance(cycle.parking, cycle) if cycle.parking is not None else None
-    pending_keys = {g.key for g in cycle.groups if g.pending}
-    parked = {k: p for k, p in parking.parked.items() if k in pending_keys} if parking is not None else {}
+    parking = None
+    parked: dict[str, ParkedWait] = {}
+    if cycle.parking is not None:
+        waiting = {g.key for g in candidates}
+        parking = advance(cycle.parking, cycle, waiting)
+        parked = {k: p for k, p in parking.parked.items() if k in waiting}
     plain = plain_units(cycle) if parking is not None else frozenset()
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:

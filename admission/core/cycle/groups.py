@@ -70,7 +70,8 @@ class GroupView:
         if self.holds_quota:
             return False
         finished = self.pod_group is not None and self.pod_group.phase is Phase.FINISHED
-        return bool(self.gated) or (self.declared is not None and not self.pods and not finished)
+        return any(GATE in p.scheduling_gates for p in self.pods) or (
+            self.declared is not None and not self.pods and not finished)
 
 
 def is_managed(pod: Pod) -> bool:

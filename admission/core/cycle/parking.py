@@ -29,6 +29,7 @@ could depend on which devices a busier cluster leaves to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -126,12 +127,12 @@ def _config(cycle: CycleInput) -> tuple[object, ...]:
     return (cycle.units, cycle.gates, dict(cycle.topologies))
 
 
-def advance(parking: Parking, cycle: CycleInput) -> Parking:
-    """The counters brought up to this cycle: each one bumped where the cluster changed since the last."""
+def advance(parking: Parking, cycle: CycleInput, pending: AbstractSet[str]) -> Parking:
+    """The counters brought up to this cycle: each one bumped where the cluster changed since the last.
+    `pending`: the keys of the groups waiting for admission now."""
     last, epochs = parking.last, parking.epochs
     if last is None:
         return parking
-    pending = {g.key for g in cycle.groups if g.pending}
     capacity_changed = (last.shell_capacity != parking.changes.capacity or last.extended
                         or not last.promised <= _promised_keys(cycle.promised) or not last.admitted.isdisjoint(pending))
     freed, queues = _queue_changes(last.state, cycle.state)
