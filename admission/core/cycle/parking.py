@@ -52,9 +52,10 @@ PARKED_REASONS: Mapping[WaitReason, ParkKind] = {
     WaitReason.QUOTA: ParkKind.QUOTA,
     WaitReason.DEVICES: ParkKind.ROOM,
     WaitReason.NODES: ParkKind.ROOM,
-    WaitReason.UNCHARGEABLE: ParkKind.ROOM,
     WaitReason.NEVER_FITS: ParkKind.ROOM,
 }
+# Not parked: `Unchargeable`, whose answer depends on the devices chosen, and every reason given before a
+# group is placed (those checks are cheap and run every cycle).
 
 
 @dataclass(frozen=True, slots=True)
