@@ -103,6 +103,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         parking = advance(cycle.parking, cycle, waiting)
         parked = {k: p for k, p in parking.parked.items() if k in waiting}
     plain = plain_units(cycle) if parking is not None else frozenset()
+    sources = (cycle.snapshot.claims, cycle.snapshot.templates)
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
             decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
@@ -117,7 +118,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         gang = gangs[group.key]
         def objects(pods: Sequence[Pod] = gang.pods) -> tuple[object, ...]:
             return own_objects(pods, cycle.snapshot.claims, cycle.snapshot.templates)
-        reused = still_parked(parking, group, local, objects) if parking is not None else None
+        reused = still_parked(parking, group, local, sources, objects) if parking is not None else None
         decision: Admit | Wait
         if reused is not None:
             decision = reused
@@ -125,7 +126,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
                                unfit.at(usage, nodes), extended)
             if parking is not None:
-                _park(parked, parking, group, local, objects(), decision, state, plain)
+                _park(parked, parking, group, local, (sources, objects()), decision, state, plain)
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
@@ -146,10 +147,13 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
 
 
 def _park(parked: dict[str, ParkedWait], parking: Parking, group: GroupView, local: LocalQueue,
-          objects: tuple[object, ...], decision: Admit | Wait, state: QueueState, plain: frozenset[str]) -> None:
-    """Park the group after its evaluation, or forget its parking when it may not stay parked."""
-    record = (parked_wait(parking, group, local, objects, decision, state, plain) if isinstance(decision, Wait)
-              else None)
+          looked_up: tuple[tuple[object, object], tuple[object, ...]], decision: Admit | Wait, state: QueueState,
+          plain: frozenset[str]) -> None:
+    """Park the group after its evaluation, or forget its parking when it may not stay parked. `looked_up`:
+    the snapshot's claims and templates, and the group's own objects in them."""
+    sources, objects = looked_up
+    record = (parked_wait(parking, group, local, sources, objects, decision, state, plain)
+              if isinstance(decision, Wait) else None)
     if record is None:
         parked.pop(group.key, None)
     else:

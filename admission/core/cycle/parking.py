@@ -82,6 +82,7 @@ class ParkedWait:
     group: GroupView
     local: LocalQueue
     objects: tuple[object, ...]  # `own_objects`: the claims and templates its members name
+    sources: tuple[object, object]  # the snapshot's claims and templates they were looked up in
     kind: ParkKind
     cohort: str
     capacity: int
@@ -186,25 +187,25 @@ def own_objects(pods: Iterable[Pod], claims: Mapping[str, ResourceClaim],
     return tuple(found)
 
 
-def still_parked(parking: Parking, group: GroupView, local: LocalQueue,
+def still_parked(parking: Parking, group: GroupView, local: LocalQueue, sources: tuple[object, object],
                  objects: Callable[[], tuple[object, ...]]) -> Wait | None:
     """The group's parked Wait when nothing that could change it happened since; otherwise None.
-    `objects`: the group's `own_objects` now."""
+    `sources`: the snapshot's claims and templates; `objects`: the group's `own_objects` in them."""
     parked = parking.parked.get(group.key)
     if parked is None:
         return None
     epochs = parking.epochs
-    if parked.group is not group and parked.group != group:
-        return None
-    if not _same_objects(parked.objects, objects()):
-        return None
-    if parked.local != local or parked.capacity != epochs.capacity or parked.config != epochs.config:
-        return None
-    if parked.queues != epochs.queues.get(parked.cohort, 0):
+    if parked.capacity != epochs.capacity or parked.config != epochs.config \
+            or parked.queues != epochs.queues.get(parked.cohort, 0):
         return None
     if parked.kind is ParkKind.QUOTA and parked.freed != epochs.freed.get(parked.cohort, 0):
         return None
     if parking.changes.now - parked.since >= parking.safety_seconds:
+        return None
+    if (parked.group is not group and parked.group != group) or parked.local != local:
+        return None
+    unchanged = parked.sources[0] is sources[0] and parked.sources[1] is sources[1]
+    if not unchanged and not _same_objects(parked.objects, objects()):
         return None
     return parked.wait
 
@@ -213,8 +214,9 @@ def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
     return len(before) == len(now) and all(a is b or a == b for a, b in zip(before, now, strict=True))
 
 
-def parked_wait(parking: Parking, group: GroupView, local: LocalQueue, objects: tuple[object, ...], wait: Wait,
-                state: QueueState, plain_units: frozenset[str]) -> ParkedWait | None:
+def parked_wait(parking: Parking, group: GroupView, local: LocalQueue, sources: tuple[object, object],
+                objects: tuple[object, ...], wait: Wait, state: QueueState,
+                plain_units: frozenset[str]) -> ParkedWait | None:
     """The record that parks `group` after it was evaluated to `wait`, or None when it may not be parked.
     `plain_units`: the units that count devices without a selector or a weight."""
     kind = PARKED_REASONS.get(wait.reason)
@@ -225,7 +227,7 @@ def parked_wait(parking: Parking, group: GroupView, local: LocalQueue, objects: 
         return None
     cohort = cohort_of(state, local.cluster_queue)
     epochs = parking.epochs
-    return ParkedWait(wait, group, local, objects, kind, cohort, epochs.capacity, epochs.config,
+    return ParkedWait(wait, group, local, objects, sources, kind, cohort, epochs.capacity, epochs.config,
                       epochs.freed.get(cohort, 0), epochs.queues.get(cohort, 0), parking.changes.now)
 
 
