@@ -10,18 +10,22 @@ give. A parked Wait is given out again only while all of these hold:
   LocalQueue are the same objects or equal;
 - the cycle's configuration (units, feature gates, topologies) is equal, and no ClusterQueue of its cohort
   changed its spec (`Epochs.queues`);
-- the cluster's capacity epoch is the same (`Epochs.capacity`): the shell's counter of changes to nodes,
-  ResourceSlices, DeviceClasses, claims, templates and bound pods, bumped here too when a promised device
-  reservation went away, when late members were placed, or when an admission of the last cycle is not
-  recorded yet (its usage is not in this cycle's);
+- the cluster's capacity epoch is the same (`Epochs.capacity`): the shell's counter of changes that could
+  give a group room (`node_frees_room`, `claim_frees_room`, `pod_frees_room`, and any change to
+  ResourceSlices, DeviceClasses or taint rules), bumped here too when a promised device reservation went
+  away without its claim holding the devices, when late members were placed, or when an admission of the
+  last cycle is not recorded yet (its usage is not in this cycle's);
 - for a quota wait, no ClusterQueue of its cohort has less usage in any unit than at the end of the last
   cycle (`Epochs.freed`);
 - less than `Parking.safety_seconds` passed since it was evaluated: a periodic safety re-evaluation, so a
   missed hint cannot keep a group waiting for good.
 
 Why the same Wait is still the answer: within those conditions the devices, node room and quota usage a
-group meets in its turn are at least those it met when it was parked (admissions only add to them), and
-neither a placement nor a quota check can succeed on more usage where it failed on less. A quota wait is
+group meets in its turn are at least those it met when it was parked (admissions, bindings and allocations
+only add to them), and neither a placement nor a quota check can succeed on more usage where it failed on
+less. That does not hold for a pod that needs other pods near it (required pod affinity, topology spread):
+a newly bound pod can let it fit, so groups with such members are never parked, as the scheduler requeues
+those pods on pod events. A quota wait is
 parked only when its ClusterQueue's units count devices without a selector or weight: otherwise its charge
 could depend on which devices a busier cluster leaves to it.
 """
@@ -33,9 +37,10 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from admission.core.cycle.groups import GroupView
+from admission.core.allocator import Usage
+from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.types import CycleInput, Wait, WaitReason
-from admission.core.models import AllocationResult, Pod, ResourceClaim, ResourceClaimTemplate
+from admission.core.models import AllocationResult, Node, Pod, ResourceClaim, ResourceClaimTemplate
 from admission.core.quota import LocalQueue, QueueState
 
 DEFAULT_SAFETY_SECONDS = 60.0
@@ -62,7 +67,7 @@ PARKED_REASONS: Mapping[WaitReason, ParkKind] = {
 class Changes:
     """What the shell feeds each cycle: its capacity counter and its monotonic clock."""
 
-    capacity: int = 0  # bumped on any change to nodes, ResourceSlices, DeviceClasses, claims, templates, bound pods
+    capacity: int = 0  # bumped on every change that could give a waiting group room (see the module's text)
     now: float = 0.0  # seconds, monotonic
 
 
@@ -98,7 +103,7 @@ class Baseline:
 
     shell_capacity: int
     state: QueueState
-    promised: frozenset[str]  # `_promised_keys`
+    promised: Mapping[str, AllocationResult]  # `_promised`
     admitted: frozenset[str]
     extended: bool
     config: tuple[object, ...]
@@ -136,16 +141,59 @@ def advance(parking: Parking, cycle: CycleInput, pending: AbstractSet[str]) -> P
     if last is None:
         return parking
     capacity_changed = (last.shell_capacity != parking.changes.capacity or last.extended
-                        or not last.promised <= _promised_keys(cycle.promised) or not last.admitted.isdisjoint(pending))
+                        or _promise_freed(last.promised, cycle) or not last.admitted.isdisjoint(pending))
     freed, queues = _queue_changes(last.state, cycle.state)
     epochs = Epochs(epochs.capacity + capacity_changed, epochs.config + (last.config != _config(cycle)),
                     _bumped(epochs.freed, freed), _bumped(epochs.queues, queues))
     return replace(parking, epochs=epochs)
 
 
-def _promised_keys(promised: Iterable[AllocationResult]) -> frozenset[str]:
+def _promised(promised: Iterable[AllocationResult]) -> dict[str, AllocationResult]:
     # An allocation holds mappings (consumed capacity), so it is not hashable; its text stands for it.
-    return frozenset(repr(a) for a in promised)
+    return {repr(a): a for a in promised}
+
+
+def _promise_freed(before: Mapping[str, AllocationResult], cycle: CycleInput) -> bool:
+    """Whether a device promised at the end of the last cycle is neither promised nor allocated now. A
+    promise that ends because the scheduler allocated its claim on the planned devices frees nothing."""
+    now = _promised(cycle.promised)
+    gone = [a for key, a in before.items() if key not in now]
+    if not gone:
+        return False
+    held: Usage = cycle.snapshot.in_use(cycle.gates)
+    return any(r.share_id or not held.is_allocated(r.device_id)
+               for allocation in gone for r in allocation.results if not r.admin_access)
+
+
+def node_frees_room(before: Node | None, after: Node | None) -> bool:
+    """Whether this change of a node could give a waiting group room: a node added, or changed in what
+    placement reads (labels, allocatable, taints, schedulability). A removed node gives none."""
+    return after is not None and after != before
+
+
+def claim_frees_room(before: ResourceClaim | None, after: ResourceClaim | None) -> bool:
+    """Whether this change of a claim could free devices: an allocated claim deleted, or its allocation
+    removed or changed. A new claim, or one allocated now, takes devices and gives none."""
+    return before is not None and before.allocation is not None and (
+        after is None or after.allocation != before.allocation)
+
+
+def pod_frees_room(before: Pod | None, after: Pod | None) -> bool:
+    """Whether this change of a pod could free node room: a pod that held room on a node deleted, finished,
+    moved, or changed in what it asks. A pending pod holds no room (its own group sees its changes), and a
+    pod bound now takes room."""
+    if before is None or not _holds_room(before):
+        return False
+    return after is None or not _holds_room(after) or after.node_name != before.node_name \
+        or _asks(after) != _asks(before)
+
+
+def _holds_room(pod: Pod) -> bool:
+    return bool(pod.node_name) and pod.phase not in TERMINAL_PHASES
+
+
+def _asks(pod: Pod) -> tuple[object, ...]:
+    return (pod.containers, pod.init_containers, pod.overhead, pod.resources, pod.resource_claims)
 
 
 def _queue_changes(before: QueueState, now: QueueState) -> tuple[set[str], set[str]]:
@@ -220,7 +268,7 @@ def parked_wait(parking: Parking, group: GroupView, local: LocalQueue, sources: 
     """The record that parks `group` after it was evaluated to `wait`, or None when it may not be parked.
     `plain_units`: the units that count devices without a selector or a weight."""
     kind = PARKED_REASONS.get(wait.reason)
-    if kind is None:
+    if kind is None or any(p.affinity_terms or p.spread_constraints for p in group.pods):
         return None
     queue = state.queues.get(local.cluster_queue)
     if queue is None or (kind is ParkKind.QUOTA and any(q.unit not in plain_units for q in queue.quotas)):
@@ -241,6 +289,6 @@ def after_cycle(parking: Parking, cycle: CycleInput, parked: Mapping[str, Parked
     the groups admitted by this cycle and their devices, which the next cycle must find promised (or the
     capacity counter must have moved: their claims were allocated, or they went away)."""
     taken = [a for allocations in admitted.values() for a in allocations]
-    baseline = Baseline(parking.changes.capacity, state, _promised_keys((*cycle.promised, *taken)),
+    baseline = Baseline(parking.changes.capacity, state, _promised((*cycle.promised, *taken)),
                         frozenset(admitted), extended, _config(cycle))
     return replace(parking, parked=parked, last=baseline)

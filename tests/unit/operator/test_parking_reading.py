@@ -10,7 +10,17 @@ from dataclasses import replace
 
 from admission.core.cycle import Changes, Parking, run_cycle
 from admission.operator.reading import CacheReader
-from tests.support.builders import cluster_queue, device_class, local_queue, node, pod, quota, quota_unit
+from tests.support.builders import (
+    claim,
+    cluster_queue,
+    device_class,
+    local_queue,
+    node,
+    pod,
+    quota,
+    quota_unit,
+    result,
+)
 from tests.support.clock import FakeClock
 from tests.unit.cycle.cycle_builders import NS, gang
 from tests.unit.operator.test_incremental_reading import GATES, Cache, node_slice
@@ -40,12 +50,24 @@ def test_the_capacity_counter_moves_on_room_changes_only() -> None:
     assert reader.capacity_epoch == start  # pending pods change their group, not the cluster's room
     cache.put(pod("web", "apps", node="n0", requests={"cpu": "1"}, phase="Running"))
     reader.read()
-    assert reader.capacity_epoch == start + 1
+    assert reader.capacity_epoch == start  # a pod bound now takes room and gives none
+    cache.put(pod("web", "apps", node="n0", requests={"cpu": "1"}, phase="Succeeded"))
+    reader.read()
+    assert reader.capacity_epoch == start + 1  # it finished: its room is free
+    cache.put(claim("held", namespace=NS, allocation=[result("gpu", "gpu-0", "n0")]))
+    reader.read()
+    assert reader.capacity_epoch == start + 1  # an allocated claim takes devices
+    cache.delete("ResourceClaim", NS, "held")
+    reader.read()
+    assert reader.capacity_epoch == start + 2  # and gives them back when it goes
     cache.put(node("n1", allocatable={"cpu": "16", "memory": "64Gi", "pods": "20"}))
     reader.read()
-    assert reader.capacity_epoch == start + 2
+    assert reader.capacity_epoch == start + 3
+    cache.put(node("n1", allocatable={"cpu": "16", "memory": "64Gi", "pods": "20"}))  # a status heartbeat
     reader.read()
-    assert reader.capacity_epoch == start + 2  # nothing changed
+    assert reader.capacity_epoch == start + 3  # the node reads the same: no room given
+    reader.read()
+    assert reader.capacity_epoch == start + 3  # nothing changed
 
 
 def test_cycles_fed_by_the_reader_admit_what_cycles_without_parking_admit() -> None:
@@ -62,6 +84,9 @@ def test_cycles_fed_by_the_reader_admit_what_cycles_without_parking_admit() -> N
         lambda: cache.put(pod(f"web-{rng.randrange(6)}", "apps", node=f"n{rng.randrange(4)}",
                               requests={"cpu": str(rng.randrange(1, 12))}, phase=rng.choice(("Running", "Succeeded")))),
         lambda: cache.delete("Pod", "apps", f"web-{rng.randrange(6)}"),
+        lambda: cache.put(claim(f"held-{rng.randrange(3)}", namespace="apps",
+                                allocation=[result("gpu", f"gpu-{rng.randrange(4)}", f"n{rng.randrange(4)}")])),
+        lambda: cache.delete("ResourceClaim", "apps", f"held-{rng.randrange(3)}"),
         lambda: [cache.put(m) for m in gang(f"g{rng.randrange(8)}", rng.randrange(1, 3), rng.randrange(1, 6))],
         lambda: cache.delete("Pod", NS, f"g{rng.randrange(8)}-0"),
         lambda: cache.put(cluster_queue("cq", quota("gpus", rng.randrange(2, 16)))),
