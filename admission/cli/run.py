@@ -57,6 +57,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="how often replicas renew or try to take the Lease (default: 2/15 of the lease)")
     parser.add_argument("--debounce", type=float, default=DEFAULTS.debounce_seconds, metavar="SECONDS",
                         help="quiet time after a change before a cycle runs (default %(default)s)")
+    parser.add_argument("--park-safety", type=float, default=DEFAULTS.park_safety_seconds, metavar="SECONDS",
+                        help="a pending group that was evaluated and not admitted is evaluated again only when "
+                             "something that could change its answer happens, and at least this often "
+                             "(default %(default)s)")
     parser.add_argument("--bind-timeout", type=int, default=DEFAULTS.bind_timeout_seconds, metavar="SECONDS",
                         help="evict and requeue an admitted group whose members are not all bound within this "
                              "time (default %(default)s; a ClusterQueue's spec.bindTimeoutSeconds overrides it)")
@@ -115,6 +119,9 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
             raise InvalidInput("draq run", "--kubernetes-version", str(err)) from None
     if args.debounce < 0:
         raise InvalidInput("draq run", "--debounce", f"{args.debounce} is negative")
+    if args.park_safety <= 0:
+        raise InvalidInput("draq run", "--park-safety", f"{args.park_safety} is not positive: give the seconds "
+                           "after which a parked group is evaluated again (e.g. 60)")
     if args.bind_timeout < 10:
         raise InvalidInput("draq run", "--bind-timeout", f"{args.bind_timeout} is too short: at least 10 seconds")
     problem = ElectionTiming.for_lease(args.lease_seconds, args.renew_deadline, args.retry_period).problem()
@@ -125,7 +132,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
                             leader_election=not args.no_leader_election, lease_namespace=args.namespace,
                             lease_seconds=args.lease_seconds, renew_deadline_seconds=args.renew_deadline,
                             retry_period_seconds=args.retry_period, identity=args.identity,
-                            bind_timeout_seconds=args.bind_timeout,
+                            bind_timeout_seconds=args.bind_timeout, park_safety_seconds=args.park_safety,
                             frameworks=integrations_from(args.integrations, "draq run"))
 
 

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
@@ -27,12 +28,14 @@ from prometheus_client import CollectorRegistry
 from admission.core.cycle import (
     LATE_CONDITION,
     Admit,
+    Changes,
     CycleInput,
     CycleResult,
     Extend,
     GroupDecision,
     GroupView,
     LateWait,
+    Parking,
     Wait,
     WaitReason,
     admitted_event,
@@ -120,6 +123,7 @@ class Operator:
         self._wait_written: dict[str, tuple[WaitReason, GroupView, float]] = {}  # -> reason, group, when written
         self._queue_status: dict[str, Mapping[str, Any]] = {}
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
+        self._parking = Parking(safety_seconds=settings.park_safety_seconds)  # carried from pass to pass
         self.health = LoopHealth(clock)
         self.heap = HeapKeeper(clock)
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
@@ -202,6 +206,7 @@ class Operator:
         self._said.clear()
         self._wait_written.clear()
         self._queue_status.clear()
+        self._parking = Parking(safety_seconds=self.settings.park_safety_seconds)  # a new term evaluates all
         try:
             listing = await self.api.get(kinds.POD_GROUPS.list_path())
         except KubeApiError as err:
@@ -270,7 +275,9 @@ class Operator:
         await self.unit_status.write(reading)
         if not reading.usage_current:
             return  # admitting against usage that could not be rebuilt could overcommit (the reader said why)
-        result = await self._decide(reading.cycle)
+        changes = Changes(self.reader.capacity_epoch, self.clock.monotonic())
+        result = await self._decide(replace(reading.cycle, parking=self._parking.fed(changes)))
+        self._parking = result.parking or self._parking
         groups = {g.key: g for g in reading.cycle.groups}
         gate = asyncio.Semaphore(WRITE_CONCURRENCY)
 

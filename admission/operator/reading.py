@@ -12,7 +12,10 @@ from admission.core.cycle import (
     CycleInput,
     GroupView,
     charging_inventory,
+    claim_frees_room,
     cycle_input,
+    node_frees_room,
+    pod_frees_room,
     rebuild_state,
     unit_failures_of,
     with_owners,
@@ -54,6 +57,11 @@ from admission.operator.grouping import GroupMemo
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate")
+# What could give a parked group room (`core.cycle.parking`): any change to these kinds, and the changes
+# the predicates below tell for the others.
+ROOM_ALWAYS = frozenset({"DeviceClass", "ResourceSlice", "DeviceTaintRule"})
+ROOM_FREED: dict[str, Callable[[Any, Any], bool]] = {
+    "Node": node_frees_room, "ResourceClaim": claim_frees_room, "Pod": pod_frees_room}
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +133,10 @@ class CacheReader:
         self._snapshot: Snapshot | None = None
         self._snapshot_inputs: dict[str, list[Any]] = {}
         self._pods_by_key: tuple[dict[str, Pod], set[str] | None] = ({}, None)
+        # The nodes, claims and pods by key at the last reading, to tell which changes could give room.
+        self._room_inputs: dict[str, dict[str, Any]] = {}
+        # Bumped by every change that could give a waiting group room (`core.cycle.parking`).
+        self.capacity_epoch = 0
         self._problems: tuple[tuple[CompiledUnit, ...], object, dict[str, str]] | None = None
         self.seal_key: bytes | None = None  # the record seal's key, loaded by the operator before its first pass
         self.adopting = False  # the first start with a new key: records it cannot verify are taken as draq's
@@ -135,7 +147,8 @@ class CacheReader:
         self._object_refs: dict[str, dict[Key, ObjectRef]] = {}
 
     def read(self) -> Reading:
-        inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object) for kind in DRA_KINDS}
+        inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object, keyed=kind in ROOM_FREED)
+                                         for kind in DRA_KINDS}
         inputs["Pod"] = self._models("Pod", _pod_or_none, keep=_has_queue_label, keyed=True)
         pod_memo = self._parsed["Pod"]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
@@ -268,8 +281,27 @@ class CacheReader:
                 changed_pods=self._pods_by_key[1])
         else:
             snapshot = previous
+        if snapshot is not previous and self._room_freed(changed):
+            self.capacity_epoch += 1
         self._snapshot, self._snapshot_inputs = snapshot, inputs
+        self._room_inputs = {kind: self._parsed[kind].by_key for kind in ROOM_FREED}
         return snapshot
+
+    def _room_freed(self, kinds: set[str]) -> bool:
+        """Whether the changed kinds could give a waiting group room. Templates never do (a group sees its
+        own); slices, classes and taint rules always may; nodes, claims and pods are compared one by one."""
+        if kinds & ROOM_ALWAYS:
+            return True
+        return any(self._freed_by(kind, frees) for kind, frees in ROOM_FREED.items() if kind in kinds)
+
+    def _freed_by(self, kind: str, frees: Callable[[Any, Any], bool]) -> bool:
+        memo, before = self._parsed[kind], self._room_inputs.get(kind)
+        if before is None:
+            return True
+        now, keys = memo.by_key, memo.changed_keys
+        if keys is None:  # relisted or overlaid: compare all, skipping the objects that are the same
+            keys = {key for key in before.keys() | now.keys() if before.get(key) is not now.get(key)}
+        return any(frees(before.get(key), now.get(key)) for key in keys)
 
     def _unit_failures(self, units: list[CompiledUnit], snapshot: Snapshot) -> dict[str, str]:
         """The units that fail on the cluster's devices (name -> why), computed again only when the units or

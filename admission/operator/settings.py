@@ -20,6 +20,9 @@ class OperatorSettings:
     debounce_seconds: float = 0.15
     # A cycle also runs this often without changes (e.g. to re-evaluate after a failed write).
     resync_seconds: float = 30.0
+    # A group parked after an evaluation (`core.cycle.parking`) is evaluated again at least this often, even
+    # when no change that could alter its answer was seen (a safety net for a missed change).
+    park_safety_seconds: float = 60.0
     # Leader election: only the holder of this Lease runs cycles (admission.core.leadership.ElectionTiming).
     leader_election: bool = True
     lease_namespace: str = "draq-system"

@@ -8,7 +8,8 @@ borrowed part, plan) or `Wait` (reason and message), then whom to preempt (`Cycl
 admissions across cycles and restarts; `status` renders what the operator writes.
 
 Inside: `types` (the cycle's types), `admit` (the admission pass, `run_cycle`), `late` (late members),
-`preemption` (victims for the groups left waiting), `decide` (the three together).
+`preemption` (victims for the groups left waiting), `decide` (the three together), `parking` (groups
+not evaluated again until something that could change their answer happens).
 """
 
 from admission.core.cycle.admit import run_cycle
@@ -33,6 +34,14 @@ from admission.core.cycle.groups import (
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import LATE_CONDITION, late_members
 from admission.core.cycle.nodes import promised_pods
+from admission.core.cycle.parking import (
+    DEFAULT_SAFETY_SECONDS,
+    Changes,
+    Parking,
+    claim_frees_room,
+    node_frees_room,
+    pod_frees_room,
+)
 from admission.core.cycle.pinning import NODE_NAME_FIELD, pin_requirement, pinned_affinity
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
 from admission.core.cycle.preemption import PREEMPTED, preempted_message, preempted_status, victims_of
@@ -83,12 +92,14 @@ __all__ = [
     "ALLOCATOR",
     "CHARGING",
     "DEFAULT_BIND_TIMEOUT",
+    "DEFAULT_SAFETY_SECONDS",
     "LATE_CONDITION",
     "NODE_NAME_FIELD",
     "PREEMPTED",
     "STEPS",
     "TERMINAL_PHASES",
     "Admit",
+    "Changes",
     "ChargeCorrection",
     "CycleInput",
     "CycleResult",
@@ -98,6 +109,7 @@ __all__ = [
     "GroupEvent",
     "GroupView",
     "LateWait",
+    "Parking",
     "PendingCounts",
     "PhaseChange",
     "Preempt",
@@ -112,6 +124,7 @@ __all__ = [
     "charge_corrected_event",
     "charge_corrections",
     "charging_inventory",
+    "claim_frees_room",
     "collect_groups",
     "cycle_input",
     "decide",
@@ -124,6 +137,7 @@ __all__ = [
     "late_members",
     "late_wait_event",
     "next_phase",
+    "node_frees_room",
     "overdue",
     "parse_time",
     "pending_counts",
@@ -133,6 +147,7 @@ __all__ = [
     "pinned_affinity",
     "plan_status",
     "planned_allocation",
+    "pod_frees_room",
     "preempted_message",
     "preempted_status",
     "promised_allocations",

@@ -26,6 +26,16 @@ from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import extend, late_members
 from admission.core.cycle.never import ROOM_REASONS, never_fits
 from admission.core.cycle.nodes import promised_pods, with_pods
+from admission.core.cycle.parking import (
+    ParkedWait,
+    Parking,
+    advance,
+    after_cycle,
+    own_objects,
+    parked_wait,
+    plain_units,
+    still_parked,
+)
 from admission.core.cycle.plans import shaped_plan
 from admission.core.cycle.shape import Gang, gang_of
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
@@ -62,7 +72,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     state = cycle.state
     decisions: list[GroupDecision] = []
     # A group whose record draq cannot trace is told so even when none of its members is gated.
-    pending, behind = _queue_heads([g for g in cycle.groups if g.pending or g.unsealed], cycle)
+    candidates = [g for g in cycle.groups if g.pending or g.unsealed]
+    pending, behind = _queue_heads(candidates, cycle)
     decisions.extend(behind)
     gangs = {g.key: gang_of(g) for g in pending}
     early = [_precheck(g, gangs[g.key], cycle) for g in pending]
@@ -85,6 +96,14 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     extended = extended_claims(cycle.snapshot.claims.values())
+    parking = None
+    parked: dict[str, ParkedWait] = {}
+    if cycle.parking is not None:
+        waiting = {g.key for g in candidates}
+        parking = advance(cycle.parking, cycle, waiting)
+        parked = {k: p for k, p in parking.parked.items() if k in waiting}
+    plain = plain_units(cycle) if parking is not None else frozenset()
+    sources = (cycle.snapshot.claims, cycle.snapshot.templates)
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
             decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
@@ -97,8 +116,17 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
                                   local.cluster_queue))
             continue
         gang = gangs[group.key]
-        decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                           unfit.at(usage, nodes), extended)
+        def objects(pods: Sequence[Pod] = gang.pods) -> tuple[object, ...]:
+            return own_objects(pods, cycle.snapshot.claims, cycle.snapshot.templates)
+        reused = still_parked(parking, group, local, sources, objects) if parking is not None else None
+        decision: Admit | Wait
+        if reused is not None:
+            decision = reused
+        else:
+            decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
+                               unfit.at(usage, nodes), extended)
+            if parking is not None:
+                _park(parked, parking, group, local, (sources, objects()), decision, state, plain)
         decisions.append(decision)
         if isinstance(decision, Admit):
             state = state.admit(group.key, cluster_queue, decision.charge, local.key)
@@ -111,7 +139,25 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             if decision.reason is not WaitReason.NEVER_FITS and \
                     state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
                 blocked[cluster_queue] = group.key  # a group that never fits would block its queue for good
-    return CycleResult(tuple(decisions), state, usage, steps.totals())
+    after = None
+    if parking is not None:
+        admitted = {d.group: d.placement.allocations.values() for d in decisions if isinstance(d, Admit)}
+        after = after_cycle(parking, cycle, parked, state, admitted, any(isinstance(d, Extend) for d in decisions))
+    return CycleResult(tuple(decisions), state, usage, steps.totals(), parking=after)
+
+
+def _park(parked: dict[str, ParkedWait], parking: Parking, group: GroupView, local: LocalQueue,
+          looked_up: tuple[tuple[object, object], tuple[object, ...]], decision: Admit | Wait, state: QueueState,
+          plain: frozenset[str]) -> None:
+    """Park the group after its evaluation, or forget its parking when it may not stay parked. `looked_up`:
+    the snapshot's claims and templates, and the group's own objects in them."""
+    sources, objects = looked_up
+    record = (parked_wait(parking, group, local, sources, objects, decision, state, plain)
+              if isinstance(decision, Wait) else None)
+    if record is None:
+        parked.pop(group.key, None)
+    else:
+        parked[group.key] = record
 
 
 def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[GroupView], list[Wait]]:

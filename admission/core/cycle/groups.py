@@ -9,7 +9,7 @@ when absent). The priority is the members' (`group_priority`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL, label_value
 from admission.core.models import DeclaredShape, ObjectRef, Pod, TopologyRequest, annotated_request
@@ -39,10 +39,11 @@ class GroupView:
     declared: DeclaredShape | None = None  # the members its owner's spec declares, when draq knows the owner
     # The topology level its members must or should share (`docs/topology.md`); None: anywhere.
     topology: TopologyRequest | None = None
+    # `namespace/name`, computed once: every cycle looks groups up by key many times.
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
     @property
     def ref(self) -> ObjectRef:
@@ -70,7 +71,8 @@ class GroupView:
         if self.holds_quota:
             return False
         finished = self.pod_group is not None and self.pod_group.phase is Phase.FINISHED
-        return bool(self.gated) or (self.declared is not None and not self.pods and not finished)
+        return any(GATE in p.scheduling_gates for p in self.pods) or (
+            self.declared is not None and not self.pods and not finished)
 
 
 def is_managed(pod: Pod) -> bool:

@@ -10,6 +10,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from admission.core.allocator import Snapshot, Usage
 from admission.core.cycle.groups import GroupView
@@ -25,6 +26,9 @@ from admission.core.quota import (
     QueueState,
     SelectionFilter,
 )
+
+if TYPE_CHECKING:
+    from admission.core.cycle.parking import Parking
 
 DEFAULT_QUEUE_BUDGET = 64
 DEFAULT_QUEUE_MISSES = 8
@@ -149,6 +153,8 @@ class CycleInput:
     queue_budget: int = DEFAULT_QUEUE_BUDGET
     queue_misses: int = DEFAULT_QUEUE_MISSES
     topologies: Mapping[str, Topology] = field(default_factory=dict)  # by name; those that parse
+    # The groups parked by the last cycle and the counters (`cycle.parking`); None: every group is evaluated.
+    parking: Parking | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +165,7 @@ class CycleResult:
     step_seconds: Mapping[str, float] = field(default_factory=dict)  # allocator, charging (with a timer)
     # Whom to evict for the groups that wait (`decide`); their Waits in `decisions` say so already.
     preemptions: Preemptions = field(default_factory=Preemptions)
+    parking: Parking | None = None  # what the next cycle's input takes (with `CycleInput.parking`)
 
     @property
     def admitted(self) -> tuple[Admit, ...]:

@@ -24,6 +24,10 @@ class Node:
         return self.meta.name
 
     @property
+    def key(self) -> str:
+        return self.meta.key
+
+    @property
     def labels(self) -> Mapping[str, str]:
         return self.meta.labels
 

@@ -49,6 +49,11 @@ def test_the_options_defaults_are_the_settings_defaults() -> None:
     assert "(default 15.0)" in cli_help() and "(default 0.15)" in cli_help()
 
 
+def test_the_park_safety_period_reaches_the_operator() -> None:
+    assert cli.settings_from(parse("--park-safety", "90")).park_safety_seconds == 90.0
+    assert cli.settings_from(parse()).park_safety_seconds == 60.0
+
+
 def cli_help() -> str:
     parser = argparse.ArgumentParser()
     cli.configure(parser)
@@ -59,6 +64,7 @@ def cli_help() -> str:
     (("--lease-seconds", "4", "--renew-deadline", "4"), "--renew-deadline"),
     (("--lease-seconds", "2.5"), "--lease-seconds"),
     (("--retry-period", "12"), "--retry-period"),
+    (("--park-safety", "0"), "--park-safety"),
 ])
 def test_timing_that_cannot_work_is_refused(argv: tuple[str, ...], option: str) -> None:
     with pytest.raises(InvalidInput, match=option):
