@@ -18,6 +18,7 @@ from admission.core.simulate import profiles
 
 Manifest = dict[str, Any]
 NIC = "nic.example.com"
+SHARED = "share.example.com"  # devices that many claims share, each consuming some of their memory
 
 # The scenarios are the same on every run, in CI and locally: the README's "zero disagreements" is for
 # this seed. DRAQ_DIFF_SEED picks others; a disagreement names its seed and trial.
@@ -41,6 +42,7 @@ EXTRA_CLASSES: dict[str, str] = {
     "any-gpu": ('device.driver in ["gpu.nvidia.com", "gpu.amd.com"] && '
                 'device.attributes[device.driver].type in ["gpu", "amdgpu"]'),
     NIC: f'device.driver == "{NIC}"',
+    SHARED: f'device.driver == "{SHARED}"',
 }
 GPU_CLASSES = ("gpu.nvidia.com", "gpu.amd.com", "gpu-80g", "hopper", "any-gpu")
 REQUEST_SELECTORS = (
@@ -142,7 +144,7 @@ def _allocated_claim(name: str, node: str, results: list[Manifest]) -> Manifest:
                     {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
 
 
-CLASS_OF_DRIVER = {"gpu.nvidia.com": "gpu.nvidia.com", "gpu.amd.com": "gpu.amd.com", NIC: NIC}
+CLASS_OF_DRIVER = {"gpu.nvidia.com": "gpu.nvidia.com", "gpu.amd.com": "gpu.amd.com", NIC: NIC, SHARED: SHARED}
 
 
 def _in_use(node: str, slices: list[Manifest], rng: random.Random, prefix: str) -> list[Manifest]:
@@ -254,6 +256,66 @@ def _extras(rng: random.Random, claims: list[Manifest], gpu_driver: str, has_nic
     return notes
 
 
+SHARE_MEMORY = "40Gi"  # each shared device's memory; claims take it in steps of 10Gi (at least 10Gi)
+
+
+def _shared_slice(node: str, rng: random.Random) -> Manifest:
+    devices = [{"name": f"share-{i}", "allowMultipleAllocations": True, "capacity": {"memory": {
+        "value": SHARE_MEMORY, "requestPolicy": {"default": "10Gi", "validRange": {"min": "10Gi", "step": "10Gi"}}}}}
+        for i in range(rng.randint(1, 2))]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-share"},
+            "spec": {"driver": SHARED, "pool": {"name": f"{node}-share", "generation": 1, "resourceSliceCount": 1},
+                     "nodeName": node, "devices": devices}}
+
+
+def _shares_held(node: str, shared: Manifest, rng: random.Random, prefix: str) -> list[Manifest]:
+    """Claims already holding shares of the shared devices: each takes 10-30Gi of one device."""
+    claims = []
+    for device in shared["spec"]["devices"]:
+        for _ in range(rng.choice([0, 1, 1, 2, 3])):
+            share = f"{rng.getrandbits(32):08x}-0000-4000-8000-{rng.getrandbits(48):012x}"
+            results = [{"request": "held", "driver": SHARED, "pool": shared["spec"]["pool"]["name"],
+                        "device": device["name"], "shareID": share,
+                        "consumedCapacity": {"memory": rng.choice(["10Gi", "20Gi", "30Gi"])}}]
+            claims.append(_allocated_claim(f"{prefix}-shared-{len(claims)}", node, results))
+    return claims
+
+
+def _share_request(rng: random.Random) -> Manifest:
+    """A request for shares: the policy's default, a step, a value it rounds up, or more than a device has."""
+    request: Manifest = {"deviceClassName": SHARED, "count": rng.choice([1, 1, 1, 2])}
+    memory = rng.choice([None, "10Gi", "20Gi", "15Gi", "30Gi", "50Gi"])
+    if memory is not None:
+        request["capacity"] = {"requests": {"memory": memory}}
+    return request
+
+
+def _newer_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
+    """Shapes of the releases since 1.35, drawn from a random stream of their own: device taints with the
+    NoExecute effect and tolerations of every effect (taints on), and devices shared by many claims
+    through consumable capacity (DRAConsumableCapacity on)."""
+    if features.taints:
+        for device in _devices(trial.slices):
+            for taint in device.get("taints", []):
+                if rng.random() < 0.4:
+                    taint["effect"] = "NoExecute"
+                    trial.notes.append(f"{device['name']}: a NoExecute taint")
+        for claim in trial.claims:
+            for request in claim["spec"]["devices"]["requests"]:
+                for selection in [request["exactly"]] if "exactly" in request else request["firstAvailable"]:
+                    for toleration in selection.get("tolerations", []):
+                        if rng.random() < 0.4:
+                            toleration.pop("effect", None)  # tolerates every effect
+    if features.distinct and rng.random() < 0.35:
+        shared = _shared_slice(trial.node_name, rng)
+        trial.slices.append(shared)
+        trial.in_use.extend(_shares_held(trial.node_name, shared, rng, f"t{trial.index}"))
+        for claim in trial.claims:
+            if rng.random() < 0.6:
+                claim["spec"]["devices"]["requests"].append({"name": "share", "exactly": _share_request(rng)})
+                trial.notes.append(f"{claim['metadata']['name']}: shares of a device (consumable capacity)")
+
+
 def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     rng = random.Random(f"{seed}/{index}")
     node = f"diff-{seed}-{index}"
@@ -266,4 +328,6 @@ def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     claims = [_claim(f"{prefix}-c{i}", rng, gpu_driver, has_nic, features, partitions)
               for i in range(rng.choice([1, 1, 1, 1, 2, 3]))]
     notes = _extras(random.Random(f"{seed}/{index}/extras"), claims, gpu_driver, has_nic, features, partitions)
-    return Trial(index, node_manifest, slices, held, claims, _pod(f"{prefix}-pod", node, claims), notes)
+    made = Trial(index, node_manifest, slices, held, claims, _pod(f"{prefix}-pod", node, claims), notes)
+    _newer_shapes(made, random.Random(f"{seed}/{index}/newer"), features)
+    return made
