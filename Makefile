@@ -51,6 +51,16 @@ e2e-alpha: setup
 		e2e/test_allocator_vs_scheduler.py e2e/test_operator.py e2e/test_gaps.py \
 		e2e/test_gang_differential.py::test_with_native_gangs_too
 
+# The allocator-vs-scheduler differential on the other supported releases, with their default gates
+# (1.36 and 1.37 have partitions, device taints and consumable capacity on by default).
+RELEASE_TRIALS ?= 100
+e2e-releases: setup
+	for v in 1.36 1.37; do \
+		$(BIN)/python -m admission.localcluster.build --kubernetes-version $$v || exit 1; \
+		DRAQ_KUBERNETES_VERSION=$$v DRAQ_DIFF_TRIALS=$(RELEASE_TRIALS) $(BIN)/pytest e2e/test_allocator_vs_scheduler.py \
+			|| exit 1; \
+	done
+
 # The Helm chart: derived files current, then its unit tests and its tests on the local control plane.
 chart: setup
 	$(BIN)/python scripts/chart.py check
