@@ -92,6 +92,10 @@ T = TypeVar("T")
 WRITE_CONCURRENCY = 16
 """Groups whose decisions are written at the same time (each group's own writes stay in order)."""
 
+IDLE_SETTLE_SECONDS = 0.01
+"""An idle operator's quiet time after the first change: long enough for the watch events of one request
+(a pod and its claims), far shorter than the debounce a busy one keeps (`Operator._quiet_seconds`)."""
+
 WAIT_DETAIL_SECONDS = 30.0
 """A waiting group's status is written again at once when the reason it waits for changes or the group
 itself does (its pods, PodGroup, owner); when only the rest of the cluster moved its message (the best node,
@@ -124,6 +128,7 @@ class Operator:
         self._queue_status: dict[str, Mapping[str, Any]] = {}
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
         self._parking = Parking(safety_seconds=settings.park_safety_seconds)  # carried from pass to pass
+        self._last_pass_end: float | None = None  # monotonic; `_quiet_seconds`
         self.health = LoopHealth(clock)
         self.heap = HeapKeeper(clock)
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
@@ -168,6 +173,7 @@ class Operator:
                 try:
                     with self.health.running_pass():
                         await self._pass_in_term()
+                    self._last_pass_end = self.clock.monotonic()
                     self.heap.after_pass()
                 except LeadershipLost as err:
                     log.warning("admission cycle abandoned: %s", err)
@@ -244,11 +250,19 @@ class Operator:
         cycle.result()
 
     async def _wait_for_change(self) -> None:
+        """Wait for a change (or the resync period), then for quiet: the debounce when the last pass ended
+        less than a debounce ago (a burst goes on: decided in one pass), a moment otherwise (an idle
+        operator answers at once; the events of one request arrive within it)."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.settings.resync_seconds):  # not wait_for: it can swallow a cancel
                 await self.cache.changed.wait()
-        await self.clock.sleep(self.settings.debounce_seconds)
+        await self.clock.sleep(self._quiet_seconds())
         self.cache.changed.clear()
+
+    def _quiet_seconds(self) -> float:
+        debounce = self.settings.debounce_seconds
+        busy = self._last_pass_end is not None and self.clock.monotonic() - self._last_pass_end < debounce
+        return debounce if busy else min(IDLE_SETTLE_SECONDS, debounce)
 
     async def watch_owners(self) -> None:
         """Before the cache starts: watch the enabled integrations' kinds that the API server serves."""
