@@ -16,7 +16,8 @@ class OperatorSettings:
     context: str | None = None
     # Kubernetes release whose DRA behaviour the allocator follows (default gates of that release).
     kubernetes_version: str | None = None
-    # Quiet time after a change before a cycle runs, so a burst of pod creations is decided at once.
+    # Quiet time after a change before a cycle runs while passes follow each other, so a burst of pod
+    # creations is decided at once (an idle operator waits only `loop.IDLE_SETTLE_SECONDS`).
     debounce_seconds: float = 0.15
     # A cycle also runs this often without changes (e.g. to re-evaluate after a failed write).
     resync_seconds: float = 30.0
