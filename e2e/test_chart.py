@@ -180,7 +180,12 @@ def test_default_deployment_is_hardened_probed_and_spread(renders: dict[str, lis
         "kubernetes.io/hostname", "topology.kubernetes.io/zone"}
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     assert {s["metadata"]["name"] for s in by_kind(docs, "Service")} == {"draq-webhook", f"{RELEASE}-metrics"}
-    assert not by_kind(docs, "MutatingWebhookConfiguration"), "draq keeps them by default"
+    # draq fills in the webhooks; the chart owns the (empty) objects so that helm uninstall removes them.
+    for kind, name in (("MutatingWebhookConfiguration", "draq-mutating"),
+                       ("ValidatingWebhookConfiguration", "draq-validating")):
+        shell = one(docs, kind)
+        assert shell["metadata"]["name"] == name and "webhooks" not in shell
+    assert "--adopt-webhook-configurations" in container["args"]
     assert {c["metadata"]["name"] for c in by_kind(docs, "CustomResourceDefinition")} == {
         p.name.removesuffix(".yaml") for p in (REPO / "crds").glob("*.yaml")}
 
@@ -306,8 +311,13 @@ def service_account_kubeconfig(plane: ControlPlane, namespace: str, path: Path) 
 
 
 def start_draq(plane: ControlPlane, helm: Helm, namespace: str, kubeconfig: Path, log: Path) -> Draq:
+    return start_draq_of(plane, helm, RELEASE, namespace, kubeconfig, log)
+
+
+def start_draq_of(plane: ControlPlane, helm: Helm, release: str, namespace: str, kubeconfig: Path,
+                  log: Path) -> Draq:
     """draq run with the arguments of the installed Deployment, reachable on 127.0.0.1 instead of a Service."""
-    manifest = helm("get", "manifest", RELEASE, "-n", namespace, kubeconfig=plane.kubeconfig).stdout
+    manifest = helm("get", "manifest", release, "-n", namespace, kubeconfig=plane.kubeconfig).stdout
     deployment = one([d for d in yaml.safe_load_all(manifest) if d], "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     port, metrics_port = free_port(), free_port()
@@ -506,3 +516,65 @@ def test_installed_chart_runs_draq_with_only_its_rights_and_survives_an_upgrade(
         assert draq.refused() == []
     finally:
         draq.stop()
+
+
+def webhooks_of(plane: ControlPlane, kind: str, name: str) -> list[dict[str, Any]] | None:
+    """The webhooks of a configuration; None when it does not exist."""
+    found = plane.kubectl("get", f"{kind}/{name}", "-o", "json", check=False)
+    return json.loads(found.stdout).get("webhooks") or [] if found.returncode == 0 else None
+
+
+def test_queues_created_by_an_upgrade_while_draq_runs_and_uninstall_leaves_no_webhook(
+        control_plane: ControlPlane, api: Any, helm: Helm, tmp_path: Path) -> None:
+    unique = uuid.uuid4().hex[:6]
+    namespace, work = f"draq-life-{unique}", f"life-work-{unique}"
+    release = f"draq-life-{unique}"
+    control_plane.kubectl("create", "namespace", work)
+    control_plane.kubectl("label", "namespace", work, f"{DEFAULT_QUEUE_LABEL}=lq")
+    helm("install", release, str(CHART), "-n", namespace, "--create-namespace", "--set", "fullnameOverride=draq-life",
+         kubeconfig=control_plane.kubeconfig)
+    draq: Draq | None = None
+    try:
+        kubeconfig = service_account_kubeconfig(control_plane, namespace, tmp_path / "draq.kubeconfig")
+        draq = start_draq_of(control_plane, helm, release, namespace, kubeconfig, tmp_path / "draq.log")
+        for kind, name in (("mutatingwebhookconfiguration", "draq-mutating"),
+                           ("validatingwebhookconfiguration", "draq-validating")):
+            filled = until(f"draq filling in {name}", lambda k=kind, n=name: webhooks_of(control_plane, k, n),
+                           accept=bool, timeout=30)
+            assert filled and all(w["clientConfig"]["url"].startswith("https://127.0.0.1:") for w in filled)
+
+        # One upgrade creates QuotaUnit, ClusterQueue and LocalQueue while draq's webhooks answer (Helm
+        # creates the ClusterQueue before the QuotaUnit it names: kinds it does not know go alphabetically).
+        values = values_file(tmp_path / "queues.yaml", work, unique, nominal=8)
+        upgraded = helm("upgrade", release, str(CHART), "-n", namespace, "-f", str(values), "--set",
+                        "fullnameOverride=draq-life", kubeconfig=control_plane.kubeconfig)
+        assert f"QuotaUnit 'gpus-{unique}' does not exist yet" in upgraded.stderr
+        status = helm("status", release, "-n", namespace, kubeconfig=control_plane.kubeconfig).stdout
+        assert "STATUS: deployed" in status
+        row = until("the new ClusterQueue served with its unit", lambda: control_plane.kubectl(
+            "get", "clusterqueues", f"cq-{unique}", "--no-headers").stdout,
+            accept=lambda r: f"gpus-{unique} 0/8" in r, timeout=60)
+        assert f"gpus-{unique} 0/8" in row
+        for kind, name in (("mutatingwebhookconfiguration", "draq-mutating"),
+                           ("validatingwebhookconfiguration", "draq-validating")):
+            assert webhooks_of(control_plane, kind, name), f"the upgrade left {name} as draq filled it in"
+
+        # Uninstalling (draq still running) removes the configurations: pods are no longer sent to draq.
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig)
+        for kind, name in (("mutatingwebhookconfiguration", "draq-mutating"),
+                           ("validatingwebhookconfiguration", "draq-validating")):
+            assert webhooks_of(control_plane, kind, name) is None, f"{name} left after helm uninstall"
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain", "namespace": work},
+               "spec": {"containers": [{"name": "main", "image": "registry.example/nginx:1"}]}}
+        kubectl_apply(control_plane, [pod])
+        created = client.CoreV1Api(api).read_namespaced_pod("plain", work)
+        assert not created.spec.scheduling_gates, "no webhook gated a pod after uninstall"
+    finally:
+        if draq is not None:
+            draq.stop()
+        control_plane.kubectl("delete", "mutatingwebhookconfiguration/draq-mutating",
+                              "validatingwebhookconfiguration/draq-validating", "--ignore-not-found", check=False)
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig, check=False)
+        control_plane.kubectl("delete", "namespace", work, namespace, "--wait=false", check=False)
+        control_plane.kubectl("delete", f"clusterqueue/cq-{unique}", f"quotaunit/gpus-{unique}",
+                              "--ignore-not-found", "--wait=false", check=False)
