@@ -79,6 +79,10 @@ PUBLIC = {
         "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "walk_key",
         "with_required",
     ],
+    "admission.core.doctor": [
+        "DRAQ_CRDS", "REQUIRED_RIGHTS", "WEBHOOK_CONFIGURATIONS", "Check", "ClusterFacts", "DoctorReport", "Finding",
+        "Right", "ServiceHealth", "diagnose", "last_cycle_from_metrics", "render_report", "service_of",
+    ],
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"
     ],

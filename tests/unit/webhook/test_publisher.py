@@ -38,6 +38,6 @@ def test_adopt_mode_fills_in_the_charts_empty_configurations_and_keeps_helms_met
 
 def test_adopt_mode_reports_a_missing_configuration_instead_of_creating_it() -> None:
     api = FakeApi()
-    with pytest.raises(MissingConfiguration, match="draq-mutating does not exist .* helm upgrade"):
+    with pytest.raises(MissingConfiguration, match=r"draq-mutating does not exist .* helm upgrade"):
         asyncio.run(publisher(api).apply(b"CA"))
     assert api.writes == []
