@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: setup deps controlplane helm controllers demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
+.PHONY: setup deps controlplane helm actionlint controllers demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +22,17 @@ controlplane: $(STAMP) deps
 helm: $(STAMP)
 	$(BIN)/python -m admission.localcluster.helm
 
+# actionlint, for the release workflow (.github/workflows/release.yml): built like Helm, cached in
+# ~/.cache/draq/actionlint/<version>/.
+actionlint: $(STAMP)
+	$(BIN)/python -m admission.localcluster.actionlint
+
 # The real workload controllers draq integrates with (KubeRay, Kubeflow training operator): built from the
 # Go module proxy, cached with their CRDs in ~/.cache/draq/controllers/<name>/<version>/.
 controllers: $(STAMP)
 	$(BIN)/python -m admission.localcluster.controllers
 
-setup: controlplane helm controllers
+setup: controlplane helm actionlint controllers
 
 demo: setup
 	$(BIN)/draq demo

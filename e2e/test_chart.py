@@ -37,6 +37,7 @@ import yaml
 from kubernetes import client
 
 from admission.core.labels import DEFAULT_QUEUE_LABEL, GATE
+from admission.localcluster import actionlint as actionlint_build
 from admission.localcluster import helm as helm_build
 from admission.localcluster import rbac
 from admission.localcluster.controlplane import ControlPlane, free_port
@@ -126,6 +127,30 @@ def test_lint_refuses_what_the_chart_cannot_do(helm: Helm) -> None:
     assert result.returncode != 0 and "caSecret" in result.stderr
     result = helm("template", str(CHART), "--set", "webhook.clientAuth.token.enabled=true", check=False)
     assert result.returncode != 0 and "secretName" in result.stderr
+
+
+def test_helm_package_makes_an_oci_pushable_chart(helm: Helm, tmp_path: Path) -> None:
+    helm("package", str(CHART), "--version", "1.2.3", "--app-version", "1.2.3", "--destination", str(tmp_path))
+    [archive] = tmp_path.glob("*.tgz")
+    assert archive.name == "draq-1.2.3.tgz", "helm push names the OCI tag after the chart's version"
+    shown = yaml.safe_load(helm("show", "chart", str(archive)).stdout)
+    assert shown["apiVersion"] == "v2" and shown["version"] == shown["appVersion"] == "1.2.3"
+    docs = [d for d in yaml.safe_load_all(helm("template", "x", str(archive), "--include-crds").stdout) if d]
+    [container] = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "draq:1.2.3", "the image tag follows the packaged appVersion"
+    assert len(by_kind(docs, "CustomResourceDefinition")) == len(list((REPO / "crds").glob("*.yaml")))
+    assert "1 chart(s) linted, 0 chart(s) failed" in helm("lint", "--strict", str(archive)).stdout
+
+
+def test_release_workflow_passes_actionlint() -> None:
+    workflow = REPO / ".github" / "workflows" / "release.yml"
+    binary = actionlint_build.build().binary
+    result = subprocess.run([str(binary), "-no-color", str(workflow)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = yaml.safe_load(workflow.read_text())["jobs"]
+    chart_steps = " ".join(str(step.get("run", "")) for step in jobs["chart"]["steps"])
+    assert "helm package" in chart_steps and "helm push" in chart_steps and "oci://" in chart_steps
+    assert any("docker/build-push-action" in str(step.get("uses")) for step in jobs["image"]["steps"])
 
 
 def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
