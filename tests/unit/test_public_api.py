@@ -68,8 +68,9 @@ PUBLIC = {
         "render_response", "request_uid", "uid_from_prefix", "validate"
     ],
     "admission.core.telemetry": [
-        "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo",
-        "ReviewOutcome", "allocated_devices", "device_uuid", "gap_figures", "group_figures", "loop_stall",
+        "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "LocalQueueFigure", "PodQueue", "QueueFigure",
+        "QueueInfo", "ReviewOutcome", "allocated_devices", "device_uuid", "gap_figures", "group_figures",
+        "local_queue_figures", "loop_stall",
         "loop_unready", "pod_queues", "published_devices", "queue_figures", "queue_infos", "release_latency",
         "review_outcome"
     ],
