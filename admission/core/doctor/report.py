@@ -17,6 +17,7 @@ class Check:
     name: str
     summary: str  # what was seen
     findings: tuple[Finding, ...] = ()
+    checked: bool = True  # False: could not be looked at (not a finding; the summary says why)
 
     @property
     def ok(self) -> bool:
@@ -39,7 +40,7 @@ class DoctorReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": not self.findings, "checks": [
-            {"name": c.name, "ok": c.ok, "summary": c.summary,
+            {"name": c.name, "ok": c.ok, "checked": c.checked, "summary": c.summary,
              "findings": [{"problem": f.problem, "fix": f.fix} for f in c.findings]} for c in self.checks],
             "notes": list(self.notes)}
 
@@ -47,7 +48,8 @@ class DoctorReport:
 def render_report(report: DoctorReport) -> str:
     lines = []
     for check in report.checks:
-        lines.append(f"{'ok  ' if check.ok else 'FAIL'} {check.name}: {check.summary}")
+        state = "FAIL" if not check.ok else "ok  " if check.checked else "skip"
+        lines.append(f"{state} {check.name}: {check.summary}")
         for finding in check.findings:
             lines.append(f"     - {finding.problem}")
             lines.append(f"       fix: {finding.fix}")

@@ -135,6 +135,7 @@ def test_rights_leader_and_cycle() -> None:
     assert "system:serviceaccount:draq-system:draq may not patch podgroups/status.draq.io" in problem
     assert "kubectl auth can-i patch podgroups.draq.io --subresource=status" in fix
     assert findings(healthy(missing_rights=None), "RBAC") == []  # not allowed to ask: said, not a finding
+    assert "skip RBAC: not checked" in render_report(diagnose(healthy(missing_rights=None)))
     base = healthy()
     expired = dataclasses.replace(base, now=base.now + 60, last_cycle=base.now + 55)
     [(problem, _)] = findings(expired, "leader")
