@@ -23,7 +23,7 @@ helm: $(STAMP)
 	$(BIN)/python -m admission.localcluster.helm
 
 # actionlint, for the release workflow (.github/workflows/release.yml): built like Helm, cached in
-# ~/.cache/draq/actionlint/<version>/.
+# ~/.cache/draq/actionlint/<version>/ (e2e/test_chart.py builds it on first use too).
 actionlint: $(STAMP)
 	$(BIN)/python -m admission.localcluster.actionlint
 
@@ -32,7 +32,7 @@ actionlint: $(STAMP)
 controllers: $(STAMP)
 	$(BIN)/python -m admission.localcluster.controllers
 
-setup: controlplane helm actionlint controllers
+setup: controlplane helm controllers
 
 demo: setup
 	$(BIN)/draq demo
@@ -57,7 +57,7 @@ e2e-alpha: setup
 		e2e/test_gang_differential.py::test_with_native_gangs_too
 
 # The Helm chart: derived files current, then its unit tests and its tests on the local control plane.
-chart: setup
+chart: setup actionlint
 	$(BIN)/python scripts/chart.py check
 	$(BIN)/pytest tests/unit/chart e2e/test_chart.py
 
