@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -92,7 +93,8 @@ async def _gather(args: argparse.Namespace) -> ClusterFacts:
 
 
 async def _served(api: KubeApi) -> frozenset[str]:
-    found = [r for r in (kinds.RESOURCE_SLICES, kinds.WORKLOADS) if await serves(api, r)]
+    workloads = [dataclasses.replace(kinds.WORKLOADS, version=v) for v in ("v1alpha1", "v1alpha2", "v1beta1")]
+    found = [r for r in (kinds.RESOURCE_SLICES, *workloads) if await serves(api, r)]
     return frozenset(f"{r.api_version}/{r.plural}" for r in found)
 
 

@@ -20,7 +20,8 @@ DRAQ_CRDS = ("clusterqueues", "localqueues", "podgroups", "quotaunits", "topolog
 WEBHOOK_CONFIGURATIONS = ("MutatingWebhookConfiguration/draq-mutating",
                           "ValidatingWebhookConfiguration/draq-validating")
 DRA_API = "resource.k8s.io/v1/resourceslices"
-GANG_API = "scheduling.k8s.io/v1alpha1/workloads"
+GANG_API = "scheduling.k8s.io/v1alpha1/workloads"  # the Workload API draq's native gangs use (1.35)
+NEWER_GANG_APIS = ("scheduling.k8s.io/v1alpha2/workloads", "scheduling.k8s.io/v1beta1/workloads")  # 1.36, 1.37
 STALE_CYCLE_SECONDS = 180.0  # the leader runs a cycle at least every 30 s (its resync) while it leads
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
@@ -52,7 +53,10 @@ def _kubernetes(facts: ClusterFacts) -> Check:
                                 "enable DRA on the control plane (kubectl api-resources --api-group=resource.k8s.io)"))
     followed = ", ".join(SUPPORTED_VERSIONS)
     tested = "" if minor is None or minor in SUPPORTED_VERSIONS else f", not one draq follows ({followed})"
-    gangs = "served (groups are also native gangs)" if GANG_API in facts.served else "not served (draq's own gangs)"
+    newer = [api.split("/")[1] for api in NEWER_GANG_APIS if api in facts.served]
+    gangs = ("served (groups are also native gangs)" if GANG_API in facts.served
+             else f"served at {', '.join(newer)} only, which draq does not use (draq's own gangs)" if newer
+             else "not served (draq's own gangs)")
     return Check("Kubernetes", f"{version}{tested}; DRA resource.k8s.io/v1 "
                  f"{'served' if DRA_API in facts.served else 'not served'}; native gang API {gangs}", tuple(findings))
 

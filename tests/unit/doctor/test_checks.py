@@ -10,6 +10,7 @@ from typing import Any
 from admission.core.doctor import (
     DRAQ_CRDS,
     REQUIRED_RIGHTS,
+    Check,
     ClusterFacts,
     Right,
     ServiceHealth,
@@ -146,6 +147,19 @@ def test_rights_leader_and_cycle() -> None:
     no_lease = healthy(lease=None, last_cycle=None)
     [(problem, _)] = findings(no_lease, "leader")
     assert "Lease draq-system/draq-operator does not exist" in problem
+
+
+def kubernetes_check(version: str, gang_api: str) -> Check:
+    facts = healthy(server_version=version, served=frozenset({"resource.k8s.io/v1/resourceslices", gang_api}))
+    [check] = [c for c in diagnose(facts).checks if c.name == "Kubernetes"]
+    return check
+
+
+def test_the_gang_api_draq_uses_or_a_newer_one_it_does_not() -> None:
+    check = kubernetes_check("v1.35.8", "scheduling.k8s.io/v1alpha1/workloads")
+    assert "native gang API served (groups are also native gangs)" in check.summary
+    check = kubernetes_check("v1.37.2", "scheduling.k8s.io/v1beta1/workloads")
+    assert "served at v1beta1 only, which draq does not use" in check.summary and check.ok
 
 
 def test_kubernetes_too_old_or_without_dra() -> None:
