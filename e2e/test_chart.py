@@ -603,3 +603,33 @@ def test_queues_created_by_an_upgrade_while_draq_runs_and_uninstall_leaves_no_we
         control_plane.kubectl("delete", "namespace", work, namespace, "--wait=false", check=False)
         control_plane.kubectl("delete", f"clusterqueue/cq-{unique}", f"quotaunit/gpus-{unique}",
                               "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_configurations_draq_created_before_the_chart_owned_them_are_adopted_once_marked(
+        control_plane: ControlPlane, helm: Helm) -> None:
+    """docs/install.md, "4. Upgrades": configurations an earlier chart's draq created are not Helm's; Helm
+    refuses them until they carry the release's marks, then takes them over (and removes them on uninstall)."""
+    unique = uuid.uuid4().hex[:6]
+    namespace, release = f"draq-adopt-{unique}", f"draq-adopt-{unique}"
+    names = ("mutatingwebhookconfiguration/draq-mutating", "validatingwebhookconfiguration/draq-validating")
+    kubectl_apply(control_plane, [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                                   "metadata": {"name": name}} for kind, name in (
+        ("MutatingWebhookConfiguration", "draq-mutating"), ("ValidatingWebhookConfiguration", "draq-validating"))])
+    try:
+        refused = helm("install", release, str(CHART), "-n", namespace, "--create-namespace",
+                       kubeconfig=control_plane.kubeconfig, check=False)
+        assert refused.returncode != 0 and "draq-mutating" in refused.stderr
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig, check=False)
+        for name in names:  # the commands of docs/install.md
+            control_plane.kubectl("label", name, "app.kubernetes.io/managed-by=Helm", "--overwrite")
+            control_plane.kubectl("annotate", name, f"meta.helm.sh/release-name={release}",
+                                  f"meta.helm.sh/release-namespace={namespace}", "--overwrite")
+        helm("install", release, str(CHART), "-n", namespace, "--create-namespace",
+             kubeconfig=control_plane.kubeconfig)
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig)
+        for name in names:
+            assert control_plane.kubectl("get", name, check=False).returncode != 0, f"{name} left after uninstall"
+    finally:
+        control_plane.kubectl("delete", *names, "--ignore-not-found", check=False)
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig, check=False)
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)
