@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: setup deps controlplane helm controllers demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
+.PHONY: setup deps controlplane helm actionlint controllers demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ controlplane: $(STAMP) deps
 # Helm, for the chart's checks: built from the Go module proxy, cached in ~/.cache/draq/helm/<version>/.
 helm: $(STAMP)
 	$(BIN)/python -m admission.localcluster.helm
+
+# actionlint, for the release workflow (.github/workflows/release.yml): built like Helm, cached in
+# ~/.cache/draq/actionlint/<version>/ (e2e/test_chart.py builds it on first use too).
+actionlint: $(STAMP)
+	$(BIN)/python -m admission.localcluster.actionlint
 
 # The real workload controllers draq integrates with (KubeRay, Kubeflow training operator): built from the
 # Go module proxy, cached with their CRDs in ~/.cache/draq/controllers/<name>/<version>/.
@@ -62,7 +67,7 @@ e2e-releases: setup
 	done
 
 # The Helm chart: derived files current, then its unit tests and its tests on the local control plane.
-chart: setup
+chart: setup actionlint
 	$(BIN)/python scripts/chart.py check
 	$(BIN)/pytest tests/unit/chart e2e/test_chart.py
 

@@ -29,6 +29,9 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 HERE = Path(__file__).resolve().parent
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 CQ = 'cluster_queue=~"$cluster_queue"'
+UNIT = 'unit=~"$unit"'
+LQ = f'namespace=~"$namespace", local_queue=~"$local_queue", {CQ}'
+VARIABLES = ("cohort", "cluster_queue", "unit", "namespace", "local_queue", "job")
 RATE = "$__rate_interval"
 TAGS = ["draq", "kubernetes", "dra"]
 
@@ -100,23 +103,43 @@ def bars(layout: Layout, title: str, description: str, unit: str, expr: str, leg
             .unit(unit).min(0).height(8).span(width).with_target(query(expr, legend)))
 
 
+def per_unit(panel: timeseries.Panel) -> timeseries.Panel:
+    """One panel per QuotaUnit (Grafana repeats it for each value of $unit): one axis, one kind of amount."""
+    return panel.repeat("unit").repeat_direction("h").max_per_row(3)
+
+
 def section(layout: Layout, title: str) -> dashboard.Row:
     return dashboard.Row(title).id(layout.id())
 
 
-def variable(name: str, label: str, query_text: str) -> dashboard.QueryVariable:
-    """A multi-value variable over a label's values, "All" meaning any value (the regex .*)."""
-    return (dashboard.QueryVariable(name).label(label).datasource(DATASOURCE).query(query_text)
-            .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC).multi(True)
-            .include_all(True).all_value(".*"))
+def variable(name: str, label: str, query_text: str, *, any_value: bool = True) -> dashboard.QueryVariable:
+    """A multi-value variable over a label's values. "All" means any value (the regex .*), or, for a variable
+    narrowed by another (`any_value=False`), every value listed (so a chosen cohort narrows "All" queues)."""
+    found = (dashboard.QueryVariable(name).label(label).datasource(DATASOURCE).query(query_text)
+             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC).multi(True)
+             .include_all(True))
+    return found.all_value(".*") if any_value else found
 
 
-def base(uid: str, title: str, description: str, *, with_job: bool = False) -> dashboard.Dashboard:
+def base(uid: str, title: str, description: str, *, with_job: bool = False,
+         with_scopes: bool = False) -> dashboard.Dashboard:
+    """The variables: cohort narrows ClusterQueue; with scopes, also QuotaUnit (panels repeated per unit),
+    namespace and LocalQueue."""
     board = (dashboard.Dashboard(title).uid(uid).description(description).tags(TAGS).editable()
              .refresh("30s").time("now-3h", "now").timezone("browser")
              .with_variable(dashboard.DatasourceVariable("datasource").label("Data source").type("prometheus"))
+             .with_variable(variable("cohort", "Cohort", "label_values(draq_cluster_queue_info, cohort)"))
              .with_variable(variable("cluster_queue", "ClusterQueue",
-                                     "label_values(draq_cluster_queue_info, cluster_queue)")))
+                                     'label_values(draq_cluster_queue_info{cohort=~"$cohort"}, cluster_queue)',
+                                     any_value=False)))
+    if with_scopes:
+        board = (board
+                 .with_variable(variable("unit", "QuotaUnit", f"label_values(draq_cluster_queue_usage{{{CQ}}}, unit)",
+                                         any_value=False))
+                 .with_variable(variable("namespace", "Namespace",
+                                         f"label_values(draq_local_queue_usage{{{CQ}}}, namespace)"))
+                 .with_variable(variable("local_queue", "LocalQueue", "label_values(draq_local_queue_usage"
+                                         f'{{namespace=~"$namespace", {CQ}}}, local_queue)', any_value=False)))
     if with_job:
         board = board.with_variable(variable("job", "Job", "label_values(draq_leader, job)"))
     return board
@@ -125,11 +148,12 @@ def base(uid: str, title: str, description: str, *, with_job: bool = False) -> d
 # ----- the dashboards -----------------------------------------------------------------------------------
 def queues() -> dashboard.Dashboard:
     layout = Layout()
-    usage_share = (f"draq_cluster_queue_usage{{{CQ}}} / on (cluster_queue, unit) "
-                   f"draq_cluster_queue_nominal_quota{{{CQ}}}")
+    usage_share = (f"draq_cluster_queue_usage{{{CQ}, {UNIT}}} / on (cluster_queue, unit) "
+                   f"draq_cluster_queue_nominal_quota{{{CQ}, {UNIT}}}")
     return (
         base("draq-queues", "draq / Queues", "Per ClusterQueue and QuotaUnit: usage against the nominal quota, "
-             "borrowing within the cohort, groups by phase, why pending groups wait, and admission latency.")
+             "borrowing within the cohort, usage per LocalQueue and namespace, groups by phase, why pending groups "
+             "wait, and admission latency.", with_scopes=True)
         .with_row(section(layout, "Quota"))
         .with_panel(bars(layout, "Usage of the nominal quota", "Charged to admitted and running groups, as a "
                          "share of the nominal quota (above 100 %: borrowed from the cohort).", "percentunit",
@@ -137,18 +161,31 @@ def queues() -> dashboard.Dashboard:
         .with_panel(series(layout, "Usage of the nominal quota over time", "Usage / nominal quota per "
                            "ClusterQueue and QuotaUnit.", "percentunit",
                            query(usage_share, "{{cluster_queue}} / {{unit}}")))
-        .with_panel(series(layout, "Usage, reserved and nominal quota", "In each unit's base amount (devices, "
-                           "bytes, counter units). Reserved: admitted groups not bound yet.", "short",
-                           query(f"draq_cluster_queue_usage{{{CQ}}}", "usage {{cluster_queue}} / {{unit}}"),
-                           query(f"draq_cluster_queue_reserved{{{CQ}}}", "reserved {{cluster_queue}} / {{unit}}",
-                                 ref="B"),
-                           query(f"draq_cluster_queue_nominal_quota{{{CQ}}}", "nominal {{cluster_queue}} / {{unit}}",
-                                 ref="C")))
-        .with_panel(series(layout, "Borrowed from the cohort", "Usage beyond the nominal quota, lent by other "
-                           "ClusterQueues of the cohort.", "short",
-                           query(f"draq_cluster_queue_borrowed{{{CQ}}}", "{{cluster_queue}} / {{unit}}")))
+        .with_panel(per_unit(series(layout, "Usage, reserved and nominal quota: $unit", "In the unit's base "
+                                    "amount (devices, bytes, counter units). Reserved: admitted groups not bound "
+                                    "yet.", "short",
+                                    query(f"draq_cluster_queue_usage{{{CQ}, {UNIT}}}", "usage {{cluster_queue}}"),
+                                    query(f"draq_cluster_queue_reserved{{{CQ}, {UNIT}}}", "reserved {{cluster_queue}}",
+                                          ref="B"),
+                                    query(f"draq_cluster_queue_nominal_quota{{{CQ}, {UNIT}}}",
+                                          "nominal {{cluster_queue}}", ref="C"), width=8)))
+        .with_panel(per_unit(series(layout, "Borrowed from the cohort: $unit", "Usage beyond the nominal quota, "
+                                    "lent by other ClusterQueues of the cohort.", "short",
+                                    query(f"draq_cluster_queue_borrowed{{{CQ}, {UNIT}}}", "{{cluster_queue}}"),
+                                    width=8)))
         .with_panel(listing(layout, "ClusterQueues", "Cohort and queueing strategy of each ClusterQueue.",
                             f"draq_cluster_queue_info{{{CQ}}}"))
+        .with_row(section(layout, "LocalQueues and namespaces"))
+        .with_panel(per_unit(series(layout, "Usage per LocalQueue: $unit", "Charged to each LocalQueue's admitted "
+                                    "and running groups, in the unit's base amount.", "short",
+                                    query(f"sum by (namespace, local_queue) (draq_local_queue_usage{{{LQ}, {UNIT}}})",
+                                          "{{namespace}}/{{local_queue}}"), stacked=True, width=8)))
+        .with_panel(per_unit(series(layout, "Usage per namespace: $unit", "Charged to the groups of each "
+                                    "namespace (all its LocalQueues), in the unit's base amount.", "short",
+                                    query(f"sum by (namespace) (draq_local_queue_usage{{{LQ}, {UNIT}}})",
+                                          "{{namespace}}"), stacked=True, width=8)))
+        .with_panel(listing(layout, "LocalQueues", "Usage and reserved amount of each LocalQueue per unit.",
+                            f"draq_local_queue_usage{{{LQ}, {UNIT}}}"))
         .with_row(section(layout, "Groups"))
         .with_panel(series(layout, "Pending groups by reason", "Why pending groups wait (the reason of their "
                            "Admitted=False condition).", "short",
@@ -323,7 +360,7 @@ def panel_queries(document: dict[str, Any]) -> Iterator[tuple[str, str]]:
 def concrete(expr: str, rate_interval: str = "1m") -> str:
     """The query as Grafana sends it with every variable at "All" (regex .*)."""
     expr = expr.replace("$__rate_interval", rate_interval).replace("$__interval", rate_interval)
-    return re.sub(r"\$(cluster_queue|job)\b", ".*", expr)
+    return re.sub(r"\$(" + "|".join(VARIABLES) + r")\b", ".*", expr)
 
 
 def main(argv: list[str]) -> int:

@@ -37,6 +37,7 @@ import yaml
 from kubernetes import client
 
 from admission.core.labels import DEFAULT_QUEUE_LABEL, GATE
+from admission.localcluster import actionlint as actionlint_build
 from admission.localcluster import helm as helm_build
 from admission.localcluster import rbac
 from admission.localcluster.controlplane import ControlPlane, free_port
@@ -128,6 +129,30 @@ def test_lint_refuses_what_the_chart_cannot_do(helm: Helm) -> None:
     assert result.returncode != 0 and "secretName" in result.stderr
 
 
+def test_helm_package_makes_an_oci_pushable_chart(helm: Helm, tmp_path: Path) -> None:
+    helm("package", str(CHART), "--version", "1.2.3", "--app-version", "1.2.3", "--destination", str(tmp_path))
+    [archive] = tmp_path.glob("*.tgz")
+    assert archive.name == "draq-1.2.3.tgz", "helm push names the OCI tag after the chart's version"
+    shown = yaml.safe_load(helm("show", "chart", str(archive)).stdout)
+    assert shown["apiVersion"] == "v2" and shown["version"] == shown["appVersion"] == "1.2.3"
+    docs = [d for d in yaml.safe_load_all(helm("template", "x", str(archive), "--include-crds").stdout) if d]
+    [container] = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "draq:1.2.3", "the image tag follows the packaged appVersion"
+    assert len(by_kind(docs, "CustomResourceDefinition")) == len(list((REPO / "crds").glob("*.yaml")))
+    assert "1 chart(s) linted, 0 chart(s) failed" in helm("lint", "--strict", str(archive)).stdout
+
+
+def test_release_workflow_passes_actionlint() -> None:
+    workflow = REPO / ".github" / "workflows" / "release.yml"
+    binary = actionlint_build.build().binary
+    result = subprocess.run([str(binary), "-no-color", str(workflow)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = yaml.safe_load(workflow.read_text())["jobs"]
+    chart_steps = " ".join(str(step.get("run", "")) for step in jobs["chart"]["steps"])
+    assert "helm package" in chart_steps and "helm push" in chart_steps and "oci://" in chart_steps
+    assert any("docker/build-push-action" in str(step.get("uses")) for step in jobs["image"]["steps"])
+
+
 def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     schemas = {}
     for path in (CHART / "crds").glob("*.yaml"):
@@ -180,7 +205,12 @@ def test_default_deployment_is_hardened_probed_and_spread(renders: dict[str, lis
         "kubernetes.io/hostname", "topology.kubernetes.io/zone"}
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     assert {s["metadata"]["name"] for s in by_kind(docs, "Service")} == {"draq-webhook", f"{RELEASE}-metrics"}
-    assert not by_kind(docs, "MutatingWebhookConfiguration"), "draq keeps them by default"
+    # draq fills in the webhooks; the chart owns the (empty) objects so that helm uninstall removes them.
+    for kind, name in (("MutatingWebhookConfiguration", "draq-mutating"),
+                       ("ValidatingWebhookConfiguration", "draq-validating")):
+        shell = one(docs, kind)
+        assert shell["metadata"]["name"] == name and "webhooks" not in shell
+    assert "--adopt-webhook-configurations" in container["args"]
     assert {c["metadata"]["name"] for c in by_kind(docs, "CustomResourceDefinition")} == {
         p.name.removesuffix(".yaml") for p in (REPO / "crds").glob("*.yaml")}
 
@@ -306,8 +336,13 @@ def service_account_kubeconfig(plane: ControlPlane, namespace: str, path: Path) 
 
 
 def start_draq(plane: ControlPlane, helm: Helm, namespace: str, kubeconfig: Path, log: Path) -> Draq:
+    return start_draq_of(plane, helm, RELEASE, namespace, kubeconfig, log)
+
+
+def start_draq_of(plane: ControlPlane, helm: Helm, release: str, namespace: str, kubeconfig: Path,
+                  log: Path) -> Draq:
     """draq run with the arguments of the installed Deployment, reachable on 127.0.0.1 instead of a Service."""
-    manifest = helm("get", "manifest", RELEASE, "-n", namespace, kubeconfig=plane.kubeconfig).stdout
+    manifest = helm("get", "manifest", release, "-n", namespace, kubeconfig=plane.kubeconfig).stdout
     deployment = one([d for d in yaml.safe_load_all(manifest) if d], "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     port, metrics_port = free_port(), free_port()
@@ -506,3 +541,95 @@ def test_installed_chart_runs_draq_with_only_its_rights_and_survives_an_upgrade(
         assert draq.refused() == []
     finally:
         draq.stop()
+
+
+def webhooks_of(plane: ControlPlane, kind: str, name: str) -> list[dict[str, Any]] | None:
+    """The webhooks of a configuration; None when it does not exist."""
+    found = plane.kubectl("get", f"{kind}/{name}", "-o", "json", check=False)
+    return json.loads(found.stdout).get("webhooks") or [] if found.returncode == 0 else None
+
+
+def test_queues_created_by_an_upgrade_while_draq_runs_and_uninstall_leaves_no_webhook(
+        control_plane: ControlPlane, api: Any, helm: Helm, tmp_path: Path) -> None:
+    unique = uuid.uuid4().hex[:6]
+    namespace, work = f"draq-life-{unique}", f"life-work-{unique}"
+    release = f"draq-life-{unique}"
+    control_plane.kubectl("create", "namespace", work)
+    control_plane.kubectl("label", "namespace", work, f"{DEFAULT_QUEUE_LABEL}=lq")
+    helm("install", release, str(CHART), "-n", namespace, "--create-namespace", "--set", "fullnameOverride=draq-life",
+         kubeconfig=control_plane.kubeconfig)
+    draq: Draq | None = None
+    try:
+        kubeconfig = service_account_kubeconfig(control_plane, namespace, tmp_path / "draq.kubeconfig")
+        draq = start_draq_of(control_plane, helm, release, namespace, kubeconfig, tmp_path / "draq.log")
+        for kind, name in (("mutatingwebhookconfiguration", "draq-mutating"),
+                           ("validatingwebhookconfiguration", "draq-validating")):
+            filled = until(f"draq filling in {name}", lambda k=kind, n=name: webhooks_of(control_plane, k, n),
+                           accept=bool, timeout=30)
+            assert filled and all(w["clientConfig"]["url"].startswith("https://127.0.0.1:") for w in filled)
+
+        # One upgrade creates QuotaUnit, ClusterQueue and LocalQueue while draq's webhooks answer (Helm
+        # creates the ClusterQueue before the QuotaUnit it names: kinds it does not know go alphabetically).
+        values = values_file(tmp_path / "queues.yaml", work, unique, nominal=8)
+        upgraded = helm("upgrade", release, str(CHART), "-n", namespace, "-f", str(values), "--set",
+                        "fullnameOverride=draq-life", kubeconfig=control_plane.kubeconfig)
+        assert f"QuotaUnit 'gpus-{unique}' does not exist yet" in upgraded.stderr
+        status = helm("status", release, "-n", namespace, kubeconfig=control_plane.kubeconfig).stdout
+        assert "STATUS: deployed" in status
+        row = until("the new ClusterQueue served with its unit", lambda: control_plane.kubectl(
+            "get", "clusterqueues", f"cq-{unique}", "--no-headers").stdout,
+            accept=lambda r: f"gpus-{unique} 0/8" in r, timeout=60)
+        assert f"gpus-{unique} 0/8" in row
+        for kind, name in (("mutatingwebhookconfiguration", "draq-mutating"),
+                           ("validatingwebhookconfiguration", "draq-validating")):
+            assert webhooks_of(control_plane, kind, name), f"the upgrade left {name} as draq filled it in"
+
+        # Uninstalling (draq still running) removes the configurations: pods are no longer sent to draq.
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig)
+        for kind, name in (("mutatingwebhookconfiguration", "draq-mutating"),
+                           ("validatingwebhookconfiguration", "draq-validating")):
+            assert webhooks_of(control_plane, kind, name) is None, f"{name} left after helm uninstall"
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain", "namespace": work},
+               "spec": {"containers": [{"name": "main", "image": "registry.example/nginx:1"}]}}
+        kubectl_apply(control_plane, [pod])
+        created = client.CoreV1Api(api).read_namespaced_pod("plain", work)
+        assert not created.spec.scheduling_gates, "no webhook gated a pod after uninstall"
+    finally:
+        if draq is not None:
+            draq.stop()
+        control_plane.kubectl("delete", "mutatingwebhookconfiguration/draq-mutating",
+                              "validatingwebhookconfiguration/draq-validating", "--ignore-not-found", check=False)
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig, check=False)
+        control_plane.kubectl("delete", "namespace", work, namespace, "--wait=false", check=False)
+        control_plane.kubectl("delete", f"clusterqueue/cq-{unique}", f"quotaunit/gpus-{unique}",
+                              "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_configurations_draq_created_before_the_chart_owned_them_are_adopted_once_marked(
+        control_plane: ControlPlane, helm: Helm) -> None:
+    """docs/install.md, "4. Upgrades": configurations an earlier chart's draq created are not Helm's; Helm
+    refuses them until they carry the release's marks, then takes them over (and removes them on uninstall)."""
+    unique = uuid.uuid4().hex[:6]
+    namespace, release = f"draq-adopt-{unique}", f"draq-adopt-{unique}"
+    names = ("mutatingwebhookconfiguration/draq-mutating", "validatingwebhookconfiguration/draq-validating")
+    kubectl_apply(control_plane, [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                                   "metadata": {"name": name}} for kind, name in (
+        ("MutatingWebhookConfiguration", "draq-mutating"), ("ValidatingWebhookConfiguration", "draq-validating"))])
+    try:
+        refused = helm("install", release, str(CHART), "-n", namespace, "--create-namespace",
+                       kubeconfig=control_plane.kubeconfig, check=False)
+        assert refused.returncode != 0 and "draq-mutating" in refused.stderr
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig, check=False)
+        for name in names:  # the commands of docs/install.md
+            control_plane.kubectl("label", name, "app.kubernetes.io/managed-by=Helm", "--overwrite")
+            control_plane.kubectl("annotate", name, f"meta.helm.sh/release-name={release}",
+                                  f"meta.helm.sh/release-namespace={namespace}", "--overwrite")
+        helm("install", release, str(CHART), "-n", namespace, "--create-namespace",
+             kubeconfig=control_plane.kubeconfig)
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig)
+        for name in names:
+            assert control_plane.kubectl("get", name, check=False).returncode != 0, f"{name} left after uninstall"
+    finally:
+        control_plane.kubectl("delete", *names, "--ignore-not-found", check=False)
+        helm("uninstall", release, "-n", namespace, kubeconfig=control_plane.kubeconfig, check=False)
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)

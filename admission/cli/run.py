@@ -89,6 +89,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-webhook-configurations", action="store_true",
                         help="do not create or update the webhook configurations (another owner, such as the "
                              "Helm chart, keeps them)")
+    parser.add_argument("--adopt-webhook-configurations", action="store_true",
+                        help="fill in the webhook configurations but never create them: the Helm chart creates "
+                             "them empty, so that helm uninstall removes them")
     parser.add_argument("--metrics-host", default=WEBHOOK_DEFAULTS.host,
                         help="address the metrics and probe port listens on (default %(default)s)")
     parser.add_argument("--metrics-port", type=int, default=METRICS_PORT,
@@ -164,6 +167,7 @@ def webhook_settings_from(args: argparse.Namespace) -> WebhookSettings | None:
                            draq_user=args.draq_user or f"system:serviceaccount:{args.namespace}:draq",
                            cert_file=args.cert_file, key_file=args.key_file, ca_file=args.ca_file,
                            manage_configurations=not args.no_webhook_configurations,
+                           create_configurations=not args.adopt_webhook_configurations,
                            connections=limits.connections, bodies=limits.bodies,
                            client_ca_file=limits.client_ca_file, client_token_file=limits.client_token_file,
                            **policy_settings(args, "draq run"))

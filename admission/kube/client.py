@@ -174,6 +174,21 @@ class KubeApi:
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
         return await self.request("GET", path, params=params)
 
+    async def get_text(self, path: str) -> str:
+        """A plain-text GET (a Service's /metrics through the API server's proxy)."""
+        timeout = aiohttp.ClientTimeout(total=self._timeout)
+        try:
+            async with self._http().get(self._credentials.host + path, headers=self._credentials.headers(),
+                                        timeout=timeout) as response:
+                text = await response.text()
+        except aiohttp.ClientError as err:
+            if isinstance(err, OSError):
+                raise
+            raise ConnectionError(f"GET {path}: {type(err).__name__}: {err}") from err
+        if response.status >= 400:
+            raise KubeApiError("GET", path, response.status, _status_message(text))
+        return text
+
     async def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         return await self.request("POST", path, body)
 

@@ -26,11 +26,13 @@ from admission.core.telemetry import (
     AllocatedDevice,
     GapFigures,
     GroupFigures,
+    LocalQueueFigure,
     QueueFigure,
     QueueInfo,
     allocated_devices,
     gap_figures,
     group_figures,
+    local_queue_figures,
     pod_queues,
     published_devices,
     queue_figures,
@@ -71,6 +73,7 @@ class ClusterFigures:
 
     queues: tuple[QueueInfo, ...] = ()
     units: tuple[QueueFigure, ...] = ()
+    local_units: tuple[LocalQueueFigure, ...] = ()
     groups: GroupFigures = field(default_factory=lambda: GroupFigures({}, {}))
     published: Mapping[tuple[str, str], int] = field(default_factory=dict)
     allocated: tuple[AllocatedDevice, ...] = ()
@@ -82,6 +85,7 @@ def cluster_figures(reading: Reading, result: CycleResult) -> ClusterFigures:
     return ClusterFigures(
         queues=queue_infos(result.state),
         units=queue_figures(result.state),
+        local_units=local_queue_figures(result.state, cycle.local_queues),
         groups=group_figures(cycle.groups, result.decisions, cycle.local_queues, queue_names),
         published=published_devices(cycle.snapshot),
         allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)))
@@ -173,6 +177,7 @@ class _FiguresCollector(Collector):
             return
         figures = self._metrics.figures
         yield from queue_families(figures.queues, figures.units)
+        yield from local_queue_families(figures.local_units)
         yield from group_families(figures.groups)
         yield from device_families(figures.published, figures.allocated)
         if self._metrics.gap_figures is not None:
@@ -204,6 +209,27 @@ def queue_families(queues: Iterable[QueueInfo], units: Iterable[QueueFigure]) ->
             amount = value(figure)
             if amount is not None:
                 family.add_metric([figure.cluster_queue, figure.unit], amount)
+        yield family
+
+
+LOCAL_FIGURES: tuple[tuple[str, str, Callable[[LocalQueueFigure], float]], ...] = (
+    ("usage", "Charged to the LocalQueue's admitted and running groups (reserved included)", lambda f: f.usage),
+    ("reserved", "Charged to the LocalQueue's admitted groups whose members are not all bound yet",
+     lambda f: f.reserved),
+)
+
+
+def local_queue_families(figures: Iterable[LocalQueueFigure]) -> Iterator[Metric]:
+    """Per LocalQueue (and so per namespace) and unit of its ClusterQueue: one series per queue object and
+    unit, never per group or pod."""
+    figures = list(figures)
+    for name, text, value in LOCAL_FIGURES:
+        family = GaugeMetricFamily(f"draq_local_queue_{name}", f"{text}, per LocalQueue and QuotaUnit, in the "
+                                   "unit's base amount; sum by namespace for a namespace's usage.",
+                                   labels=["namespace", "local_queue", "cluster_queue", "unit"])
+        for figure in figures:
+            family.add_metric([figure.namespace, figure.local_queue, figure.cluster_queue, figure.unit],
+                              value(figure))
         yield family
 
 

@@ -17,9 +17,12 @@ Build = Callable[[bytes], list[dict[str, Any]]]
 class ConfigurationPublisher:
     """Creates or replaces the configurations; `apply(bundle)` is cheap when nothing changed."""
 
-    def __init__(self, api: Client, build: Build) -> None:
+    def __init__(self, api: Client, build: Build, create: bool = True) -> None:
         self._api = api
         self._build = build
+        # False: only fill configurations someone else created (the Helm chart creates them empty, so
+        # that `helm uninstall` removes them); a missing one is reported, never created.
+        self._create = create
         self._applied: list[dict[str, Any]] | None = None
 
     async def apply(self, ca_bundle: bytes) -> bool:
@@ -53,15 +56,33 @@ class ConfigurationPublisher:
         except KubeApiError as err:
             if err.status != 404:
                 raise
+            if not self._create:
+                raise MissingConfiguration(
+                    f"{configuration['kind']} {name} does not exist and --adopt-webhook-configurations says its "
+                    "owner (the Helm chart) creates it: helm upgrade the release to restore it") from None
             await self._api.create(collection_path(configuration), configuration)
             log.info("created %s %s", configuration["kind"], name)
             return
         if _contains(current.get("webhooks"), configuration["webhooks"]):
             return
-        version = current.get("metadata", {}).get("resourceVersion", "")
-        replacement = {**configuration, "metadata": {**configuration["metadata"], "resourceVersion": version}}
+        replacement = {**configuration, "metadata": _kept_metadata(current.get("metadata"), configuration["metadata"])}
         await self._api.replace(path, replacement)
         log.info("updated %s %s", configuration["kind"], name)
+
+
+class MissingConfiguration(Exception):
+    """A configuration draq fills but does not create is absent."""
+
+
+def _kept_metadata(current: Any, wanted: dict[str, Any]) -> dict[str, Any]:
+    """draq's labels and annotations over the current ones (an owner's, such as Helm's, stay)."""
+    current = current if isinstance(current, dict) else {}
+    merged = {**wanted, "resourceVersion": current.get("resourceVersion", "")}
+    for key in ("labels", "annotations"):
+        both = {**(current.get(key) or {}), **(wanted.get(key) or {})}
+        if both:
+            merged[key] = both
+    return merged
 
 
 def _contains(actual: Any, wanted: Any) -> bool:

@@ -62,6 +62,8 @@ class WebhookSettings:
     frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
     # Create and keep current the webhook configurations (with the caBundle).
     manage_configurations: bool = True
+    # Create them when absent (False: only fill those the Helm chart creates, so that uninstalling removes them).
+    create_configurations: bool = True
     resync_seconds: float = 60.0
     # How often externally provided certificate files are checked for changes.
     cert_reload_seconds: float = 10.0
@@ -114,7 +116,7 @@ class WebhookService:
                                          settings.connections)
         if settings.manage_configurations:
             publisher = ConfigurationPublisher(self.api, lambda bundle: configurations(
-                settings.target, bundle, settings.namespace, settings.draq_user))
+                settings.target, bundle, settings.namespace, settings.draq_user), settings.create_configurations)
             await self._publish(publisher)
             self._spawn(self._keep_published(publisher))
         log.info("serving admission webhooks on %s:%d", settings.host, self.server.port)

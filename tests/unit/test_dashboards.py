@@ -103,3 +103,35 @@ def test_every_panel_query_is_valid_promql(promtool: str, tmp_path: Path) -> Non
     assert f"SUCCESS: {len(queries)} rules found" in result.stdout
     broken = check_rules(promtool, tmp_path, ['sum by (cluster_queue (draq_cluster_queue_usage)'])
     assert broken.returncode != 0  # the check does look at the queries
+
+
+AMOUNTS = re.compile(r"draq_(cluster_queue_(usage|reserved|nominal_quota|borrowed|borrowing_limit|lending_limit)|"
+                     r"local_queue_(usage|reserved))\b")
+
+
+def test_amounts_in_units_are_drawn_one_unit_per_panel() -> None:
+    """GPU counts and bytes never share an axis: a graph of raw amounts is repeated per $unit and reads only
+    that unit; shares of the quota (percentunit) may show every unit together."""
+    checked = 0
+    for name, document in committed().items():
+        for panel in document["panels"]:
+            exprs = [t["expr"] for t in panel.get("targets") or []]
+            if panel["type"] != "timeseries" or not any(AMOUNTS.search(e) for e in exprs):
+                continue
+            if panel["fieldConfig"]["defaults"].get("unit") == "percentunit":
+                continue
+            checked += 1
+            assert panel.get("repeat") == "unit" and "$unit" in panel["title"], (name, panel["title"])
+            assert all('unit=~"$unit"' in e for e in exprs if AMOUNTS.search(e)), (name, panel["title"])
+    assert checked >= 4
+
+
+def test_the_queues_dashboard_can_be_narrowed_by_every_scope() -> None:
+    document = committed()["draq-queues.json"]
+    names = [v["name"] for v in document["templating"]["list"]]
+    assert names == ["datasource", "cohort", "cluster_queue", "unit", "namespace", "local_queue"]
+    by_name = {v["name"]: v for v in document["templating"]["list"]}
+    assert '{cohort=~"$cohort"}' in by_name["cluster_queue"]["query"]
+    assert 'namespace=~"$namespace"' in by_name["local_queue"]["query"]
+    scoped = [e for _, e in BUILD.panel_queries(document) if "draq_local_queue_usage" in e]
+    assert scoped and all('namespace=~"$namespace", local_queue=~"$local_queue"' in e for e in scoped)

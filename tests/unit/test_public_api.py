@@ -72,8 +72,9 @@ PUBLIC = {
         "render_response", "request_uid", "uid_from_prefix", "validate"
     ],
     "admission.core.telemetry": [
-        "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "PodQueue", "QueueFigure", "QueueInfo",
-        "ReviewOutcome", "allocated_devices", "device_uuid", "gap_figures", "group_figures", "loop_stall",
+        "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "LocalQueueFigure", "PodQueue", "QueueFigure",
+        "QueueInfo", "ReviewOutcome", "allocated_devices", "device_uuid", "gap_figures", "group_figures",
+        "local_queue_figures", "loop_stall",
         "loop_unready", "pod_queues", "published_devices", "queue_figures", "queue_infos", "release_latency",
         "review_outcome"
     ],
@@ -82,6 +83,10 @@ PUBLIC = {
         "Grouping", "Membership", "Owners", "RoleSpec",
         "WorkloadKind", "controller_of", "declared_shape", "enabled_kinds", "job_size", "membership", "walk_key",
         "with_required",
+    ],
+    "admission.core.doctor": [
+        "DRAQ_CRDS", "REQUIRED_RIGHTS", "WEBHOOK_CONFIGURATIONS", "Check", "ClusterFacts", "DoctorReport", "Finding",
+        "Right", "ServiceHealth", "diagnose", "last_cycle_from_metrics", "render_report", "service_of",
     ],
     "admission.core.views": [
         "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"

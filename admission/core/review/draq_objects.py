@@ -60,9 +60,12 @@ def _validate_cluster_queue(request: AdmissionRequest, lookups: Lookups) -> Deci
     absent = [u for u in units if isinstance(u, str) and u and lookups.quota_unit(u) is None]
     if not absent:
         return Decision.allow()
-    return Decision.deny(
-        f"{request.describe()}, field spec.quotas[].unit: QuotaUnit {', '.join(map(repr, absent))} "
-        "does not exist. Create the QuotaUnit first (kubectl get quotaunits lists them)",
+    # Accepted with a warning: one `kubectl apply` or Helm release holding both may create the queue
+    # before its units, and until they exist the queue admits nothing (its status says which is missing).
+    return Decision.allow(
+        warnings=[f"{request.describe()}, field spec.quotas[].unit: QuotaUnit {', '.join(map(repr, absent))} "
+                  "does not exist yet; the queue admits no group until it does "
+                  "(kubectl get quotaunits lists them)"],
         missing=[ObjectRef("QuotaUnit", "", u) for u in absent],
     )
 

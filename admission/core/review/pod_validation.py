@@ -92,12 +92,7 @@ def _queue_exists(request: AdmissionRequest, queue: QueueChoice, lookups: Lookup
     local_queue = lookups.local_queue(request.namespace, queue.name)
     if local_queue is None:
         ref = ObjectRef("LocalQueue", request.namespace, queue.name)
-        return Decision.deny(
-            f"{request.describe()}: LocalQueue {queue.name!r} (from {queue.source}) does not exist in "
-            f"namespace {request.namespace!r}. Create it (apiVersion draq.io/v1alpha1, kind LocalQueue, "
-            f"spec.clusterQueue) or name an existing one (kubectl get localqueues -n {request.namespace}).",
-            missing=[ref],
-        )
+        return Decision.deny(_missing_queue_message(request, queue), missing=[ref])
     cluster_queue = mapping(local_queue.get("spec")).get("clusterQueue")
     if isinstance(cluster_queue, str) and lookups.cluster_queue(cluster_queue) is None:
         return Decision.allow(
@@ -106,6 +101,18 @@ def _queue_exists(request: AdmissionRequest, queue: QueueChoice, lookups: Lookup
             missing=[ObjectRef("ClusterQueue", "", cluster_queue)],
         )
     return Decision.allow()
+
+
+def _missing_queue_message(request: AdmissionRequest, queue: QueueChoice) -> str:
+    create = ("Create it (apiVersion draq.io/v1alpha1, kind LocalQueue, spec.clusterQueue; "
+              f"kubectl get localqueues -n {request.namespace} lists those that exist)")
+    if queue.from_namespace:
+        return (f"{request.describe()}: namespace {request.namespace!r} has the label "
+                f"{DEFAULT_QUEUE_LABEL}={queue.name}, so every pod created in it goes to LocalQueue "
+                f"{queue.name!r}, which does not exist in the namespace. {create}, or take the namespace "
+                f"out of draq until it does: kubectl label namespace {request.namespace} {DEFAULT_QUEUE_LABEL}-")
+    return (f"{request.describe()}: LocalQueue {queue.name!r} (from {queue.source}) does not exist in "
+            f"namespace {request.namespace!r}. {create}, or name an existing one.")
 
 
 def _group_min_valid(request: AdmissionRequest) -> Decision:

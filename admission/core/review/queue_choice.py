@@ -22,6 +22,7 @@ class QueueChoice:
 
     name: str
     source: str
+    from_namespace: bool = False  # the namespace's default queue (the mutating webhook copies it to the pod)
 
 
 def pod_queue(pod: JsonObject | None, namespace_labels: Mapping[str, str]) -> QueueChoice | None:
@@ -31,11 +32,11 @@ def pod_queue(pod: JsonObject | None, namespace_labels: Mapping[str, str]) -> Qu
     if mapping(mapping(mapping(pod).get("metadata")).get("annotations")).get(MIRROR_ANNOTATION):
         return None
     own = labels_of(pod).get(QUEUE_LABEL)
-    if own:
-        return QueueChoice(own, f"label {QUEUE_LABEL}")
     default = namespace_labels.get(DEFAULT_QUEUE_LABEL)
+    if own and own != default:
+        return QueueChoice(own, f"label {QUEUE_LABEL}")
     if default:
-        return QueueChoice(default, f"the namespace label {DEFAULT_QUEUE_LABEL}")
+        return QueueChoice(default, f"the namespace label {DEFAULT_QUEUE_LABEL}", from_namespace=True)
     return None
 
 

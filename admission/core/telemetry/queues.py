@@ -46,6 +46,44 @@ class GroupFigures:
     waiting: Mapping[tuple[str, str], int]
 
 
+@dataclass(frozen=True, slots=True)
+class LocalQueueFigure:
+    """What the groups of one LocalQueue hold in one unit of its ClusterQueue (its namespace's share)."""
+
+    namespace: str
+    local_queue: str
+    cluster_queue: str
+    unit: str
+    usage: float  # charged to its admitted and running groups (reserved included)
+    reserved: float  # charged to its admitted groups not bound yet
+
+
+def local_queue_figures(state: QueueState, local_queues: Mapping[str, LocalQueue]) -> tuple[LocalQueueFigure, ...]:
+    """Every LocalQueue in every unit of its ClusterQueue (zeros included, so series do not come and go),
+    and LocalQueues deleted while their groups still hold quota. One series per LocalQueue and unit: as
+    bounded as the queue objects, whatever the number of groups or pods."""
+    usage: dict[tuple[str, str, str], Fraction] = {}
+    reserved: dict[tuple[str, str, str], Fraction] = {}
+    for admission in state.admissions.values():
+        for unit, amount in admission.charge:
+            series = (admission.local_queue, admission.cluster_queue, unit)
+            usage[series] = usage.get(series, Fraction(0)) + amount
+            if not admission.bound:
+                reserved[series] = reserved.get(series, Fraction(0)) + amount
+    for local_key, local in local_queues.items():
+        if local.cluster_queue in state.queues:
+            for status in state.unit_statuses(local.cluster_queue):
+                usage.setdefault((local_key, local.cluster_queue, status.unit), Fraction(0))
+    figures = []
+    for series, amount in sorted(usage.items()):
+        local_key, cluster_queue, unit = series
+        namespace, _, name = local_key.partition("/")
+        if name:
+            figures.append(LocalQueueFigure(namespace, name, cluster_queue, unit, _float(amount),
+                                            _float(reserved.get(series, Fraction(0)))))
+    return tuple(figures)
+
+
 def queue_infos(state: QueueState) -> tuple[QueueInfo, ...]:
     return tuple(QueueInfo(q.name, q.cohort or "", q.strategy.value) for _, q in sorted(state.queues.items()))
 

@@ -24,7 +24,12 @@ def test_defaults_follow_the_namespace() -> None:
     assert settings.draq_user == "system:serviceaccount:gpu-admission:draq"
     assert settings.target.service_name == "draq-webhook" and settings.target.service_namespace == "gpu-admission"
     assert settings.cert_hosts == ("draq-webhook.gpu-admission.svc", "draq-webhook.gpu-admission.svc.cluster.local")
-    assert settings.manage_configurations and settings.cert_file is None
+    assert settings.manage_configurations and settings.create_configurations and settings.cert_file is None
+
+
+def test_the_chart_owns_the_configurations_draq_fills_in() -> None:
+    settings = cli.webhook_settings_from(parse("--adopt-webhook-configurations"))
+    assert settings is not None and settings.manage_configurations and not settings.create_configurations
 
 
 def test_the_charts_arguments() -> None:

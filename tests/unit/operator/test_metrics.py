@@ -48,6 +48,9 @@ def test_a_cycle_exports_quota_usage_groups_and_the_release() -> None:
         assert value(registry, "draq_cluster_queue_usage", cluster_queue="main", unit="gpus") == 8
         assert value(registry, "draq_cluster_queue_reserved", cluster_queue="main", unit="gpus") == 8
         assert value(registry, "draq_cluster_queue_borrowed", cluster_queue="main", unit="gpus") == 0
+        local = {"namespace": "team", "local_queue": "lq", "cluster_queue": "main", "unit": "gpus"}
+        assert value(registry, "draq_local_queue_usage", **local) == 8
+        assert value(registry, "draq_local_queue_reserved", **local) == 8
         assert value(registry, "draq_pod_groups", cluster_queue="main", phase="Admitted") == 1
         assert value(registry, "draq_pending_pod_groups", cluster_queue="main", reason="QuotaExceeded") == 1
         assert value(registry, "draq_admissions_total", cluster_queue="main") == 1

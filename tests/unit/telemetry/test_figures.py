@@ -11,15 +11,17 @@ from admission.core.allocator import Snapshot
 from admission.core.cycle import GroupView, WaitReason, run_cycle
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.gaps import Gap, GapKind, GapReport
-from admission.core.quota import Amounts, QueueState
+from admission.core.quota import Amounts, LocalQueue, QueueState
 from admission.core.review.envelope import Decision, render_response
 from admission.core.telemetry import (
     GROUP_PHASES,
+    LocalQueueFigure,
     PodQueue,
     QueueFigure,
     allocated_devices,
     gap_figures,
     group_figures,
+    local_queue_figures,
     loop_stall,
     loop_unready,
     pod_queues,
@@ -63,6 +65,20 @@ def test_borrowing_from_the_cohort_is_shown_per_unit() -> None:
     by_queue = {f.cluster_queue: f for f in queue_figures(state)}
     assert by_queue["a"].borrowed == 2.0 and by_queue["a"].reserved == 6.0
     assert by_queue["b"].borrowed == 0.0 and by_queue["b"].nominal == 4.0 and by_queue["b"].borrowing_limit is None
+
+
+def test_usage_per_local_queue_and_so_per_namespace() -> None:
+    state = QueueState.empty([gpu_queue("a", 16)])
+    state = state.admit("team/g1", "a", Amounts.of({"gpus": 4}), "team/train").bind("team/g1")
+    state = state.admit("team/g2", "a", Amounts.of({"gpus": 2}), "team/train")
+    state = state.admit("lab/g3", "a", Amounts.of({"gpus": 1}), "lab/gone")  # its LocalQueue was deleted
+    locals_ = {q.key: q for q in (LocalQueue("team", "train", "a"), LocalQueue("team", "idle", "a"),
+                                  LocalQueue("x", "orphan", "missing"))}
+    assert local_queue_figures(state, locals_) == (
+        LocalQueueFigure("lab", "gone", "a", "gpus", usage=1.0, reserved=1.0),
+        LocalQueueFigure("team", "idle", "a", "gpus", usage=0.0, reserved=0.0),  # a series from the start
+        LocalQueueFigure("team", "train", "a", "gpus", usage=6.0, reserved=2.0),
+    )
 
 
 def test_release_latency_runs_from_the_groups_creation() -> None:

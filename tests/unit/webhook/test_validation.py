@@ -33,7 +33,27 @@ def test_pod_naming_a_missing_queue_is_denied_with_what_to_do() -> None:
 def test_missing_default_queue_names_the_namespace_label() -> None:
     lookups = cluster({"team-c": {"draq.io/default-queue": "absent"}})
     decision = check(POD, pod("x", namespace="team-c", gates=[GATE]), lookups)
-    assert not decision.allowed and "namespace label draq.io/default-queue" in decision.message
+    assert not decision.allowed and "has the label draq.io/default-queue=absent" in decision.message
+
+
+def test_missing_default_queue_does_not_blame_the_label_the_mutating_webhook_copied() -> None:
+    # A plain pod in a namespace labelled before its LocalQueue exists: the mutating webhook has copied
+    # the namespace's default into the pod's queue label, which the user never set.
+    lookups = cluster({"team-c": {"draq.io/default-queue": "absent"}})
+    decision = check(POD, pod("nginx", namespace="team-c", labels={QUEUE_LABEL: "absent"}, gates=[GATE]), lookups)
+    assert not decision.allowed
+    assert "namespace 'team-c' has the label draq.io/default-queue=absent" in decision.message
+    assert "LocalQueue 'absent', which does not exist" in decision.message
+    assert "kubectl label namespace team-c draq.io/default-queue-" in decision.message
+    assert "(from label draq.io/queue)" not in decision.message
+    assert decision.missing == (ObjectRef("LocalQueue", "team-c", "absent"),)
+
+
+def test_a_pod_label_naming_another_missing_queue_is_blamed_on_the_label() -> None:
+    lookups = cluster({"team-c": {"draq.io/default-queue": "absent"}})
+    decision = check(POD, pod("x", namespace="team-c", labels={QUEUE_LABEL: "typo"}, gates=[GATE]), lookups)
+    assert not decision.allowed and "LocalQueue 'typo' (from label draq.io/queue)" in decision.message
+    assert "kubectl label namespace" not in decision.message
 
 
 def test_pods_of_unmanaged_namespaces_are_not_checked() -> None:
@@ -166,17 +186,21 @@ def test_local_queue_naming_a_cluster_queue_with_an_invalid_namespace_selector_i
     assert "does not serve" not in decision.message
 
 
-def test_cluster_queue_quoting_missing_units_is_denied() -> None:
+def test_cluster_queue_quoting_missing_units_is_accepted_with_a_warning() -> None:
     lookups = cluster()
     lookups.units["gpus"] = {"spec": {}}
     obj = {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
            "spec": {"quotas": [{"unit": "gpus", "nominal": 8}, {"unit": "memory", "nominal": "1Ti"},
                                {"unit": "mig", "nominal": 2}]}}
+    # One apply (or Helm release) may create the queue before its units: accepted, with a warning.
     decision = check(CLUSTER_QUEUE, obj, lookups)
-    assert not decision.allowed and "'memory', 'mig'" in decision.message
+    assert decision.allowed
+    [warning] = decision.warnings
+    assert "QuotaUnit 'memory', 'mig' does not exist yet" in warning and "admits no group" in warning
     assert {ref.name for ref in decision.missing} == {"memory", "mig"}
     lookups.units["memory"] = lookups.units["mig"] = {"spec": {}}
-    assert check(CLUSTER_QUEUE, obj, lookups).allowed
+    decision = check(CLUSTER_QUEUE, obj, lookups)
+    assert decision.allowed and not decision.warnings and not decision.missing
 
 
 def test_cluster_queue_with_bad_preemption_policies_is_denied() -> None:
