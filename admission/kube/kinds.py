@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from admission.core.labels import API_GROUP, API_GROUP_VERSION
+from admission.core.native_gangs import GANG_APIS, GangApi
+from admission.core.native_gangs import GROUP as GANG_GROUP
 from admission.core.workloads import KINDS, WorkloadKind
 from admission.kube.paths import Resource
 
@@ -41,6 +43,14 @@ ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, DAEMON_S
        LEASES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES,
        QUOTA_UNITS, POD_GROUPS, TOPOLOGIES, DEVICE_TAINT_RULES, WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
 BY_KIND = {resource.kind: resource for resource in ALL}
+
+
+def gang_resource(api: GangApi) -> Resource:
+    """The resource of a gang API version: v1alpha1 Workloads, or v1alpha2 / v1beta1 PodGroups (not draq's)."""
+    return Resource(GANG_GROUP, api.version, api.plural, api.kind, True)
+
+
+GANG_RESOURCES = tuple(gang_resource(api) for api in GANG_APIS)
 
 
 def workload_resource(kind: WorkloadKind) -> Resource:

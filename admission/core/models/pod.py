@@ -101,7 +101,7 @@ class Pod(Named):
     affinity_terms: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
     spread_constraints: tuple[SpreadConstraint, ...] = ()
-    # spec.workloadRef.name: the native gang (Workload) the pod belongs to, if any.
+    # spec.workloadRef.name or spec.schedulingGroup.podGroupName: the native gang the pod belongs to, if any.
     workload: str = ""
     # spec.priority: set by the API server's Priority admission from spec.priorityClassName.
     priority: int = 0
@@ -175,7 +175,7 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         # whenUnsatisfiable is required by the API; a constraint without it is taken as the hard form.
         spread_constraints=tuple(_spread_constraint(c, meta.labels) for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
-        workload=spec.map("workloadRef").str("name"),
+        workload=spec.map("workloadRef").str("name") or spec.map("schedulingGroup").str("podGroupName"),
         priority=spec.int("priority"),
     )
 
