@@ -172,6 +172,17 @@ def scheduler_verdict(core: Any, namespace: str, group: TrialGroup, native: Gang
     return pods
 
 
+def gang_made(api: Any, native: GangApi, namespace: str, group: str) -> bool:
+    try:
+        client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "scheduling.k8s.io", native.version, namespace, native.plural, gang_name(group))
+    except client.ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return True
+
+
 def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, trial: Trial, namespace: str,
               native: GangApi | None) -> Outcome:
     core = client.CoreV1Api(api)
@@ -197,6 +208,8 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
             off = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name != planned[p.metadata.name]}
             if off:
                 problems.append(f"{group.name}: bound off the plan {off} (planned {planned})")
+            if native is not None and not gang_made(api, native, namespace, group.name):
+                problems.append(f"{group.name}: bound, but draq made no {native.kind} for it")
     finally:
         running.stop()
     assert running.error is None, running.error

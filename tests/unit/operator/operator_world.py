@@ -35,8 +35,8 @@ DEADLINE = 10.0
 """The renew deadline of `leading` operators."""
 
 
-async def started(api: FakeApi, clock: FakeClock | None = None) -> Operator:
-    operator = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.35"), api=api,
+async def started(api: FakeApi, clock: FakeClock | None = None, release: str = "1.35") -> Operator:
+    operator = Operator(OperatorSettings(leader_election=False, kubernetes_version=release), api=api,
                         clock=clock or FakeClock())
     await operator.cache.start(timeout=5)
     return operator
