@@ -51,6 +51,14 @@ def gang_resource(api: GangApi) -> Resource:
 
 
 GANG_RESOURCES = tuple(gang_resource(api) for api in GANG_APIS)
+SCHEDULING_POD_GROUP = "SchedulingPodGroup"
+"""The key the operator's cache keeps scheduling.k8s.io PodGroups under, apart from draq's own PodGroups."""
+
+
+def scheduling_pod_groups(api: GangApi) -> Resource:
+    """The PodGroups of a served gang API (v1alpha2, v1beta1) as the operator's cache watches them (their
+    PodGroup-level resource claims), under `SCHEDULING_POD_GROUP`."""
+    return Resource(GANG_GROUP, api.version, api.plural, SCHEDULING_POD_GROUP, True)
 
 
 def workload_resource(kind: WorkloadKind) -> Resource:

@@ -70,6 +70,7 @@ from admission.kube.client import Client, KubeApi, KubeApiError, load_credential
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.discovery import served, served_gang_api
 from admission.kube.listing import server_release
+from admission.kube.watches import table
 from admission.operator.cache import OperatorCache, owner_watches
 from admission.operator.eviction import Evictor
 from admission.operator.health import LoopHealth
@@ -251,6 +252,8 @@ class Operator:
         self.writer.gang_api = await served_gang_api(self.api)
         served = self.writer.gang_api
         log.info("gang API served: %s", served.describe() if served is not None else "none (no native gangs)")
+        if served is not None and served.kind == "PodGroup":  # their PodGroup-level resource claims
+            self.cache.add_watches(self.api, table((kinds.scheduling_pod_groups(served),)))
 
     async def watch_owners(self) -> None:
         """Before the cache starts: watch the enabled integrations' kinds that the API server serves."""

@@ -22,12 +22,13 @@ PUBLIC = {
         "Requeue", "STEPS", "StepTimer", "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status",
         "backoff_seconds", "charge_corrected_event", "charge_corrections", "charging_inventory", "collect_groups",
         "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
-        "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
-        "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
+        "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_pod_group_claims",
+        "parse_time", "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity",
+        "plan_status",
         "planned_allocation", "preempted_message", "preempted_status", "promised_allocations", "promised_devices",
         "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle",
         "slots_given_up_event", "unit_failures_of", "unknown_owner_event", "unreadable_owner", "unreleased_members",
-        "victims_of", "with_owners"
+        "victims_of", "with_owners", "with_pod_group_claims"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
@@ -49,7 +50,8 @@ PUBLIC = {
         "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection",
         "DeviceTaint", "DeviceToleration", "EXACT_COUNT", "LabelRequirement", "LabelSelector", "Model", "Namespace",
         "Node", "NodeSelector", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "ObjectRef",
-        "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim", "Role",
+        "OpaqueConfig", "Pod", "PodGroupClaim", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy",
+        "ResourceClaim", "Role",
         "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint",
         "Toleration", "apply_taint_rules", "class_devices_resource", "device_class_of", "is_supported",
         "node_name_selector", "parse_label_selector", "parse_object", "parse_objects", "qualified_name", "qualify",

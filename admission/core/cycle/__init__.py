@@ -35,6 +35,7 @@ from admission.core.cycle.late import LATE_CONDITION, late_members
 from admission.core.cycle.nodes import promised_pods
 from admission.core.cycle.pinning import NODE_NAME_FIELD, pin_requirement, pinned_affinity
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
+from admission.core.cycle.pod_group_claims import parse_pod_group_claims, with_pod_group_claims
 from admission.core.cycle.preemption import PREEMPTED, preempted_message, preempted_status, victims_of
 from admission.core.cycle.progress import (
     ChargeCorrection,
@@ -125,6 +126,7 @@ __all__ = [
     "late_wait_event",
     "next_phase",
     "overdue",
+    "parse_pod_group_claims",
     "parse_time",
     "pending_counts",
     "pending_status",
@@ -150,4 +152,5 @@ __all__ = [
     "unreleased_members",
     "victims_of",
     "with_owners",
+    "with_pod_group_claims",
 ]

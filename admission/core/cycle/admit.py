@@ -27,6 +27,7 @@ from admission.core.cycle.late import extend, late_members
 from admission.core.cycle.never import ROOM_REASONS, never_fits
 from admission.core.cycle.nodes import promised_pods, with_pods
 from admission.core.cycle.plans import shaped_plan
+from admission.core.cycle.pod_group_claims import unplannable
 from admission.core.cycle.shape import Gang, gang_of
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
@@ -208,7 +209,8 @@ def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
         return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
                     f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
                     local.cluster_queue)
-    unsupported = _unsupported_constraint(gang.pods) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
+    unsupported = (_unsupported_constraint(gang.pods) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
+                   or unplannable(group, cycle.gates))
     if unsupported:
         return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
     level = topology_level(group, local.cluster_queue, cycle)
@@ -294,7 +296,8 @@ def _claim_shared_in_native_gang(group: GroupView, claims: Mapping[str, Resource
         if not pod.workload:
             continue
         for entry in pod.resource_claims:
-            if entry.resource_claim_name is not None:
+            # A PodGroup-level claim is reserved for the PodGroup, and shared inside it (`pod_group_claims`).
+            if entry.resource_claim_name is not None and entry.name not in pod.pod_group_claims:
                 users.setdefault((pod.workload, entry.resource_claim_name), []).append(pod.name)
     for (workload, name), pods in sorted(users.items()):
         claim = claims.get(f"{group.namespace}/{name}")

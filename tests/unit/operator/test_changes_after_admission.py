@@ -1,6 +1,7 @@
 """What changes under an admitted group: its planned node deleted or tainted, its planned devices tainted
-`NoExecute` (Kubernetes 1.37, device taints GA) or allocated by someone else. The affected group is evicted at its bind timeout and, requeued, waits with a reason; the
-other groups go on, bound and charged as they were."""
+`NoExecute` (Kubernetes 1.37, device taints GA) or allocated by someone else. The affected group is evicted
+at its bind timeout and, requeued, waits with a reason; the other groups go on, bound and charged as they
+were."""
 
 from __future__ import annotations
 

@@ -141,8 +141,7 @@ def test_on_1_36_a_native_gangs_pod_group_is_deleted_before_its_members() -> Non
             if manifest["kind"] == "Pod":
                 manifest["spec"]["schedulingGroup"] = {"podGroupName": "native"}
         api.add(*members)
-        operator = await started(api, clock)
-        await operator.discover_gangs()
+        operator = await started(api, clock, gangs=True)
         await settle(operator)
         assert record(api, "native")["phase"] == "Admitted"
         clock.advance(301)

@@ -235,8 +235,7 @@ def test_on_1_37_native_gang_members_get_their_pod_group_before_release() -> Non
             if manifest["kind"] == "Pod":
                 manifest["spec"]["schedulingGroup"] = pod_reference(V1BETA1, "ng")
         api.add(*manifests)
-        operator = await started(api)
-        await operator.discover_gangs()
+        operator = await started(api, gangs=True)
         assert operator.writer.gang_api is V1BETA1
         await operator.reconcile()
         created = [(i, w) for i, w in enumerate(api.writes) if w.method == "POST"
@@ -259,8 +258,7 @@ def test_without_a_served_pod_group_api_no_gang_object_is_made() -> None:
             if manifest["kind"] == "Pod":
                 manifest["spec"]["schedulingGroup"] = pod_reference(V1BETA1, "ng")
         api.add(*manifests)
-        operator = await started(api)
-        await operator.discover_gangs()
+        operator = await started(api, gangs=True)
         assert operator.writer.gang_api is None
         await operator.reconcile()
         assert not [w for w in api.writes if w.path.startswith("/apis/scheduling.k8s.io/")]
