@@ -104,7 +104,7 @@ class Operator:
         self.api: Client = api or KubeApi(load_credentials(settings.kubeconfig, settings.context))
         self.clock = clock
         self.cache = OperatorCache(self.api, clock)
-        self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version), clock)
+        self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version, settings.feature_gates), clock)
         self.identity = settings.identity or default_identity()
         self.elector: LeaderElector | None = None
         if settings.leader_election:
@@ -130,7 +130,7 @@ class Operator:
         """Model the API server's own release unless one was given; say what draq does not model."""
         if self.settings.kubernetes_version is None:
             release, notes = modelled_release(await server_release(self.api))
-            self.gates = self.reader.gates = gates_for(release)
+            self.gates = self.reader.gates = gates_for(release, self.settings.feature_gates)
             for note in notes:
                 log.warning("%s", note)
         log.info("allocation modelled as Kubernetes %s", self.gates.version)

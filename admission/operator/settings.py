@@ -3,7 +3,8 @@ from `DEFAULTS`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from admission.core.leadership import DEFAULT_LEASE_NAME, ElectionTiming
@@ -16,6 +17,9 @@ class OperatorSettings:
     context: str | None = None
     # Kubernetes release whose DRA behaviour the allocator follows (default gates of that release).
     kubernetes_version: str | None = None
+    # DRA feature gates overriding that release's defaults (`draq run --feature-gates`), e.g. a beta gate the
+    # cluster switched on.
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
     # Quiet time after a change before a cycle runs, so a burst of pod creations is decided at once.
     debounce_seconds: float = 0.15
     # A cycle also runs this often without changes (e.g. to re-evaluate after a failed write).
