@@ -183,6 +183,35 @@ def gang_made(api: Any, native: GangApi, namespace: str, group: str) -> bool:
     return True
 
 
+def away_from_claims(api: Any, namespace: str, pods: list[Any]) -> str:
+    """Members bound on a node their allocated claim's devices are not reachable from (kube-scheduler 1.36
+    gives a pending allocation to the other members of a native gang without keeping them to its nodes):
+    such a binding cannot run, so it is not counted as the scheduler binding the group."""
+    custom = client.CustomObjectsApi(api)
+    away = []
+    for pod in pods:
+        for entry in pod.spec.resource_claims or []:
+            if not entry.resource_claim_name:
+                continue
+            claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims",
+                                                        entry.resource_claim_name)
+            names = node_names(((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector"))
+            if names is not None and pod.spec.node_name not in names:
+                away.append(f"{pod.metadata.name} on {pod.spec.node_name}, its claim {entry.resource_claim_name} "
+                            f"on {sorted(names)}")
+    return "; ".join(away)
+
+
+def node_names(selector: dict[str, Any] | None) -> set[str] | None:
+    """The node names an allocation's node selector allows by `metadata.name` (None: not restricted so)."""
+    names: set[str] = set()
+    for term in (selector or {}).get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            if field.get("key") == "metadata.name" and field.get("operator") == "In":
+                names.update(field.get("values") or [])
+    return names or None
+
+
 def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, trial: Trial, namespace: str,
               native: GangApi | None) -> Outcome:
     core = client.CoreV1Api(api)
@@ -219,9 +248,11 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
             apply(control_plane, gang_object(native, namespace, group.name, group.size))
         release_by_hand(core, namespace, group.members)
         pods = scheduler_verdict(core, namespace, group, native)
-        if all(p.spec.node_name for p in pods):
+        if all(p.spec.node_name for p in pods) and not away_from_claims(api, namespace, pods):
             reason = (records[group.name]["status"].get("conditions") or [{}])[0].get("message", "")
             problems.append(f"{group.name}: draq keeps it waiting ({reason}) but the scheduler bound every member")
+        elif all(p.spec.node_name for p in pods):
+            print(f"{group.name}: bound whole by the scheduler, but {away_from_claims(api, namespace, pods)}")
         if native is not None:  # the gang first, as draq evicts (Writer.remove_gang says why)
             client.CustomObjectsApi(api).delete_namespaced_custom_object(
                 "scheduling.k8s.io", native.version, namespace, native.plural, gang_name(group.name))

@@ -130,6 +130,7 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         raise InvalidInput("draq run", *problem)
     return OperatorSettings(kubeconfig=args.kubeconfig, context=args.context,
                             kubernetes_version=args.kubernetes_version, feature_gates=gates,
+                            native_gangs=args.native_gangs,
                             debounce_seconds=args.debounce,
                             leader_election=not args.no_leader_election, lease_namespace=args.namespace,
                             lease_seconds=args.lease_seconds, renew_deadline_seconds=args.renew_deadline,

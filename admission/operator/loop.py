@@ -249,6 +249,9 @@ class Operator:
 
     async def discover_gangs(self) -> None:
         """The gang API the cluster serves: the PodGroups draq creates for `spec.schedulingGroup` are of it."""
+        if self.settings.native_gangs == "off":
+            log.info("native gangs off (--native-gangs off): no Workload or PodGroup is created or watched")
+            return
         self.writer.gang_api = await served_gang_api(self.api)
         served = self.writer.gang_api
         log.info("gang API served: %s", served.describe() if served is not None else "none (no native gangs)")

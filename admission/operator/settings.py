@@ -20,6 +20,9 @@ class OperatorSettings:
     # DRA feature gates overriding that release's defaults (`draq run --feature-gates`), e.g. a beta gate the
     # cluster switched on.
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # `draq run --native-gangs`: with `off` the operator neither watches nor creates scheduling.k8s.io objects
+    # (the chart then grants no right to them).
+    native_gangs: str = "auto"
     # Quiet time after a change before a cycle runs, so a burst of pod creations is decided at once.
     debounce_seconds: float = 0.15
     # A cycle also runs this often without changes (e.g. to re-evaluate after a failed write).

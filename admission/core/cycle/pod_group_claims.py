@@ -42,8 +42,8 @@ def parse_pod_group_claims(manifest: Mapping[str, Any]) -> tuple[PodGroupClaim, 
 def with_pod_group_claims(group: GroupView, by_pod_group: Mapping[str, Sequence[PodGroupClaim]]) -> GroupView:
     """The group with each member's entries that match a claim of its PodGroup (`by_pod_group`, by
     `namespace/name`) marked as that claim."""
-    pods = tuple(_marked(pod, by_pod_group.get(f"{pod.namespace}/{pod.workload}", ())) if pod.workload else pod
-                 for pod in group.pods)
+    pods = tuple(_marked(pod, by_pod_group.get(f"{pod.namespace}/{pod.scheduling_group}", ()))
+                 if pod.scheduling_group else pod for pod in group.pods)
     if all(new is old for new, old in zip(pods, group.pods, strict=True)):
         return group
     return replace(group, pods=pods)

@@ -112,8 +112,10 @@ class Pod(Named):
     affinity_terms: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
     spread_constraints: tuple[SpreadConstraint, ...] = ()
-    # spec.workloadRef.name or spec.schedulingGroup.podGroupName: the native gang the pod belongs to, if any.
+    # spec.workloadRef.name: the native gang (a v1alpha1 Workload, Kubernetes 1.35) the pod belongs to, if any.
     workload: str = ""
+    # spec.schedulingGroup.podGroupName: the native gang (a v1alpha2 / v1beta1 PodGroup, 1.36 and 1.37).
+    scheduling_group: str = ""
     # spec.priority: set by the API server's Priority admission from spec.priorityClassName.
     priority: int = 0
     # Entries matched to a PodGroup-level claim of the PodGroup the pod names (scheduling.k8s.io,
@@ -196,7 +198,8 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         # whenUnsatisfiable is required by the API; a constraint without it is taken as the hard form.
         spread_constraints=tuple(_spread_constraint(c, meta.labels) for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
-        workload=spec.map("workloadRef").str("name") or spec.map("schedulingGroup").str("podGroupName"),
+        workload=spec.map("workloadRef").str("name"),
+        scheduling_group=spec.map("schedulingGroup").str("podGroupName"),
         priority=spec.int("priority"),
     )
 

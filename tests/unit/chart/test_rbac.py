@@ -138,6 +138,17 @@ def test_every_cached_resource_may_be_listed_and_watched() -> None:
             assert allowed(request, cluster_rules, [], DRAQ_NS), request.describe()
 
 
+def test_the_scheduling_pod_groups_of_each_gang_api_may_be_listed_and_watched() -> None:
+    """The operator watches them where the cluster serves them (their PodGroup-level resource claims)."""
+    cluster_rules, _ = full_rights()
+    for api in GANG_APIS:
+        if api.kind == "PodGroup":
+            resource = kinds.scheduling_pod_groups(api)
+            for verb in ("list", "watch"):
+                request = Request(verb, resource.group, resource.plural, "", "")
+                assert allowed(request, cluster_rules, [], DRAQ_NS), request.describe()
+
+
 def test_the_webhook_may_fetch_every_kind_it_caches_after_a_miss() -> None:
     cluster_rules, _ = full_rights()
     for resource, _project in WEBHOOK_RESOURCES:

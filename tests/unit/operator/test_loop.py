@@ -10,8 +10,9 @@ import pytest
 from admission.core.errors import DraqError
 from admission.core.labels import GATE
 from admission.core.native_gangs import V1ALPHA1, V1BETA1, pod_reference
+from admission.kube import kinds
 from admission.kube.client import KubeApiError
-from admission.operator import reading
+from admission.operator import Operator, OperatorSettings, reading
 from tests.support.affinity import pinned_node
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS, gang, member
@@ -246,6 +247,21 @@ def test_on_1_37_native_gang_members_get_their_pod_group_before_release() -> Non
         assert body["kind"] == "PodGroup" and body["spec"] == {"schedulingPolicy": {"gang": {"minCount": 2}}}
         assert not [w for w in api.writes if "/workloads" in w.path]
         await operator.cache.stop()
+
+    run(go)
+
+
+def test_with_native_gangs_off_the_operator_neither_watches_nor_makes_gang_objects() -> None:
+    async def go() -> None:
+        api = cluster()
+        api.discovery["scheduling.k8s.io/v1beta1"] = ["podgroups"]
+        on = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.37"), api=api)
+        await on.discover_gangs()
+        assert on.writer.gang_api is V1BETA1 and kinds.SCHEDULING_POD_GROUP in on.cache.reflectors
+        off = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.37", native_gangs="off"),
+                       api=api)
+        await off.discover_gangs()
+        assert off.writer.gang_api is None and kinds.SCHEDULING_POD_GROUP not in off.cache.reflectors
 
     run(go)
 
