@@ -51,11 +51,12 @@ e2e-alpha: setup
 		e2e/test_allocator_vs_scheduler.py e2e/test_operator.py e2e/test_gaps.py \
 		e2e/test_gang_differential.py::test_with_native_gangs_too
 
-# The group-level differential with native gangs on the releases whose gang API followed 1.35's v1alpha1
-# Workload: v1alpha2 PodGroups (v1.36.3) and v1beta1 PodGroups (v1.37.2), one control plane each.
+# Native gangs on the releases whose gang API followed 1.35's v1alpha1 Workload: v1alpha2 PodGroups
+# (v1.36.3) and v1beta1 PodGroups (v1.37.2), one control plane each: the group-level differential, and
+# `draq run` setting the pod field and making the PodGroup (plus the refusal on the default release).
 e2e-gangs: setup
 	DRAQ_ALPHA_GANGS=1 DRAQ_GANG_VERSIONS=1.36,1.37 DRAQ_GANG_TRIALS=5 $(BIN)/pytest \
-		e2e/test_gang_differential.py::test_with_native_gangs_too
+		e2e/test_gang_differential.py::test_with_native_gangs_too e2e/test_native_gang_apis.py
 
 # The Helm chart: derived files current, then its unit tests and its tests on the local control plane.
 chart: setup
