@@ -10,6 +10,7 @@ control plane (gang APIs off) a pod naming a gang is refused with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -24,8 +25,9 @@ from admission.core.labels import GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, Q
 from admission.core.native_gangs import GANG_APIS, gang_name, pod_reference
 from admission.localcluster.controlplane import ControlPlane, ControlPlaneError, gang_api
 from admission.localcluster.nodesim import NodeSimulator
+from e2e.draq_process import DraqProcess
 from e2e.test_gang_differential import gang_versions
-from e2e.test_metrics import start_draq
+from e2e.test_metrics import service_account_kubeconfig, start_draq
 from e2e.test_operator import GPU_CLASS, apply, crds, queues
 from e2e.waiting import until
 
@@ -46,6 +48,17 @@ def pod(namespace: str, name: str, group: str, spec: dict[str, Any] | None = Non
             "spec": {"containers": [{"name": "main", "image": "registry.example/cuda:12",
                                      "resources": {"claims": [{"name": "gpu"}]}}],
                      "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}], **(spec or {})}}
+
+
+def started(plane: ControlPlane, work: Path) -> DraqProcess:
+    """`draq run` on the plane as draq's ServiceAccount (only it may release pods); its log's tail in the
+    failure when it does not become ready."""
+    log = work / "draq.log"
+    try:
+        return start_draq(service_account_kubeconfig(plane, work), log)
+    except AssertionError as err:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:]) if log.exists() else "(no log)"
+        raise AssertionError(f"{err}\ndraq's log:\n{tail}") from None
 
 
 def managed_namespace(plane: ControlPlane, unique: str) -> str:
@@ -81,11 +94,11 @@ def test_the_webhook_sets_the_served_apis_field_and_the_operator_makes_the_gang(
     served = next(g for g in GANG_APIS if g.version == gang_api(gang_plane.minor()))
     api = gang_plane.client()
     work = Path(tempfile.mkdtemp(prefix="draq-e2e-gang-apis-run-"))
-    with NodeSimulator(api) as sim:
+    with NodeSimulator(api) as sim, _removed(work):
         sim.apply_device_classes()
         sim.add_node(f"nga-{unique}", "h100")
         namespace = managed_namespace(gang_plane, unique)
-        draq = start_draq(gang_plane.kubeconfig, work / "draq.log")
+        draq = started(gang_plane, work)
         try:
             apply(gang_plane, *(pod(namespace, f"m-{i}", "pair") for i in range(2)))
             core = client.CoreV1Api(api)
@@ -101,7 +114,6 @@ def test_the_webhook_sets_the_served_apis_field_and_the_operator_makes_the_gang(
             assert f"native gangs on: {served.describe()}" in draq.log.read_text()
         finally:
             draq.stop()
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def test_a_pod_naming_a_gang_the_cluster_does_not_serve_is_refused(
@@ -114,7 +126,12 @@ def test_a_pod_naming_a_gang_the_cluster_does_not_serve_is_refused(
         {"schedulingGroup": {"podGroupName": "mine"}}
     work = Path(tempfile.mkdtemp(prefix="draq-e2e-gang-apis-off-"))
     namespace = managed_namespace(control_plane, unique)
-    draq = start_draq(control_plane.kubeconfig, work / "draq.log")
+    with _removed(work):
+        refused_by_draq(control_plane, namespace, field, work)
+
+
+def refused_by_draq(control_plane: ControlPlane, namespace: str, field: dict[str, Any], work: Path) -> None:
+    draq = started(control_plane, work)
     try:
         with pytest.raises(ControlPlaneError) as refused:
             apply(control_plane, pod(namespace, "named", "mine", field))
@@ -123,4 +140,11 @@ def test_a_pod_naming_a_gang_the_cluster_does_not_serve_is_refused(
         assert "native gangs off: " in draq.log.read_text()
     finally:
         draq.stop()
-        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _removed(directory: Path) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
