@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: setup deps controlplane helm actionlint controllers demo test lint unit e2e e2e-alpha chart chart-sync image-check bench clean
+.PHONY: setup deps controlplane helm actionlint controllers demo test lint unit e2e e2e-alpha e2e-gangs e2e-releases chart chart-sync image-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,13 @@ e2e-releases: setup
 		DRAQ_KUBERNETES_VERSION=$$v DRAQ_DIFF_TRIALS=$(RELEASE_TRIALS) $(BIN)/pytest e2e/test_allocator_vs_scheduler.py \
 			|| exit 1; \
 	done
+
+# Native gangs on the releases whose gang API followed 1.35's v1alpha1 Workload: v1alpha2 PodGroups
+# (v1.36.3) and v1beta1 PodGroups (v1.37.2), one control plane each: the group-level differential, and
+# `draq run` setting the pod field and making the PodGroup (plus the refusal on the default release).
+e2e-gangs: setup
+	DRAQ_ALPHA_GANGS=1 DRAQ_GANG_VERSIONS=1.36,1.37 DRAQ_GANG_TRIALS=5 $(BIN)/pytest \
+		e2e/test_gang_differential.py::test_with_native_gangs_too e2e/test_native_gang_apis.py
 
 # The Helm chart: derived files current, then its unit tests and its tests on the local control plane.
 chart: setup actionlint

@@ -9,8 +9,9 @@ rack, and JobSet's exclusive placement (affinity to the own job, anti-affinity t
 rack). Some groups have roles: a JobSet-shaped group's first member is a launcher without GPUs, an
 LWS-shaped group's a leader with fewer GPUs than its workers. Racks (`draq.io/rack`) are the trial's
 own, two nodes each. Everything of a trial carries its id (node label `draq.io/trial`, pods select it),
-so trials never see each other's nodes. With `native`, every member also names its group's Workload
-(`spec.workloadRef`), as the mutating webhook sets it where the cluster serves native gang scheduling.
+so trials never see each other's nodes. With `native` (a gang API), every member also names its group's
+native gang with that API's pod field (`spec.workloadRef` or `spec.schedulingGroup`), as the mutating
+webhook sets it where the cluster serves native gang scheduling.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.native_gangs import workload_ref
+from admission.core.native_gangs import GangApi, pod_reference
 
 GPU_CLASS = "gpu.nvidia.com"
 TRIAL_LABEL = "draq.io/trial"
@@ -68,7 +69,7 @@ class TrialGroup:
     leader_gpus: int = 0
     leader_cpu: str = "2"
 
-    def manifests(self, namespace: str, trial: str, native: bool = False) -> list[dict[str, Any]]:
+    def manifests(self, namespace: str, trial: str, native: GangApi | None = None) -> list[dict[str, Any]]:
         request = {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": self.gpus}}
         if self.shared:
             holder: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -104,15 +105,16 @@ class TrialGroup:
     def members(self) -> list[str]:
         return [f"{self.name}-{i}" for i in range(self.size)]
 
-    def _pod(self, namespace: str, trial: str, index: int, entry: dict[str, str], native: bool) -> dict[str, Any]:
+    def _pod(self, namespace: str, trial: str, index: int, entry: dict[str, str],
+             native: GangApi | None) -> dict[str, Any]:
         spec: dict[str, Any] = {
             "schedulingGates": [{"name": GATE}], "nodeSelector": {TRIAL_LABEL: trial},
             "containers": [{"name": "main", "image": "registry.example/train:1",
                             "resources": {"requests": {"cpu": self.cpu, "memory": self.memory},
                                           "claims": [{"name": "gpus"}]}}],
             "resourceClaims": [entry]}
-        if native:
-            spec["workloadRef"] = workload_ref(self.name)
+        if native is not None:
+            spec[native.pod_field] = pod_reference(native, self.name)
         if self.tolerates:
             spec["tolerations"] = [{"key": TAINT["key"], "operator": "Equal", "value": TAINT["value"],
                                     "effect": TAINT["effect"]}]

@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.native_gangs import workload_ref
+from admission.core.native_gangs import V1ALPHA1, gang_name, pod_reference
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from admission.operator import OperatorSettings
@@ -37,7 +37,7 @@ def member(namespace: str, group: str, name: str, size: int, gpus: int, *, extra
                         "resources": {"claims": [{"name": "gpus"}]}}],
         "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": f"{group}-gpus"}]}
     if native:
-        spec["workloadRef"] = workload_ref(group)
+        spec["workloadRef"] = pod_reference(V1ALPHA1, group)
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace,
                          "labels": {QUEUE_LABEL: "lq", GROUP_LABEL: group, GROUP_MIN_LABEL: str(size)}},
@@ -161,7 +161,7 @@ def test_native_gang_members_get_their_workload_and_bind(gang_plane: ControlPlan
                                                            for m in members))
         bound_where_planned(api, namespace, "ng", members)
         workload = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            "scheduling.k8s.io", "v1alpha1", namespace, "workloads", workload_ref("ng")["name"])
+            "scheduling.k8s.io", "v1alpha1", namespace, "workloads", gang_name("ng"))
         assert workload["spec"]["podGroups"] == [{"name": "members", "policy": {"gang": {"minCount": 2}}}]
     finally:
         if running is not None:

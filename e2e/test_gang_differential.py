@@ -7,10 +7,13 @@ checks that the scheduler cannot bind all of its members at once either. Trials 
 `e2e/gang_trials.py`, seeded from DRAQ_DIFF_SEED (fixed by default, so in CI; printed).
 
 With DRAQ_ALPHA_GANGS=1 (`make e2e-alpha`) the same trials run once more on a second control plane
-with native gang scheduling on (Kubernetes 1.35 alpha gates GenericWorkload and GangScheduling, and
-the alpha DRA gates too when DRAQ_ALPHA_DRA=1): every member names its group's Workload, as the
-webhook sets it there; draq creates the Workload when it releases a group, and the test creates it
-itself when it releases a waiting group by hand.
+with native gang scheduling on (gates GenericWorkload, and GangScheduling before 1.37; the alpha DRA
+gates too when DRAQ_ALPHA_DRA=1): every member names its group's native gang with the field of the gang
+API the release serves (`spec.workloadRef` to a v1alpha1 Workload on 1.35, `spec.schedulingGroup` to a
+v1alpha2 PodGroup on 1.36 or a v1beta1 PodGroup on 1.37), as the webhook sets it there; draq creates the
+gang object when it releases a group, and the test creates it itself when it releases a waiting group by
+hand. DRAQ_GANG_VERSIONS (e.g. `1.36,1.37`, `make e2e-gangs`) runs that second part once per release
+listed, each on its own control plane; by default on DRAQ_KUBERNETES_VERSION's release.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ import pytest
 from kubernetes import client
 
 from admission.core.labels import GATE
-from admission.core.native_gangs import workload, workload_name
+from admission.core.native_gangs import GANG_APIS, GangApi, gang_name, gang_object
 from admission.localcluster import build
-from admission.localcluster.controlplane import ControlPlane
+from admission.localcluster.controlplane import ControlPlane, gang_api
 from admission.localcluster.nodesim import NodeSimulator
 from e2e import gang_trials
 from e2e.gang_trials import (
@@ -152,13 +155,13 @@ def release_by_hand(core: Any, namespace: str, members: list[str]) -> None:
             core.patch_namespaced_pod(name, namespace, [{"op": "remove", "path": f"/spec/schedulingGates/{index}"}])
 
 
-def scheduler_verdict(core: Any, namespace: str, group: TrialGroup, native: bool) -> list[Any]:
+def scheduler_verdict(core: Any, namespace: str, group: TrialGroup, native: GangApi | None) -> list[Any]:
     """The members once the scheduler has bound them all or cannot (within SETTLE seconds)."""
     deadline = time.monotonic() + SETTLE
     refused_at: float | None = None
     pods = verdicts(core, namespace, group.members)
     while not settled(pods) and time.monotonic() < deadline:
-        if native and any(unschedulable(p) for p in pods):
+        if native is not None and any(unschedulable(p) for p in pods):
             # A native gang binds all members or none: one member found unschedulable holds the others
             # at Permit until the gang's timeout; none of them is bound meanwhile.
             refused_at = refused_at or time.monotonic()
@@ -169,8 +172,48 @@ def scheduler_verdict(core: Any, namespace: str, group: TrialGroup, native: bool
     return pods
 
 
+def gang_made(api: Any, native: GangApi, namespace: str, group: str) -> bool:
+    try:
+        client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "scheduling.k8s.io", native.version, namespace, native.plural, gang_name(group))
+    except client.ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return True
+
+
+def away_from_claims(api: Any, namespace: str, pods: list[Any]) -> str:
+    """Members bound on a node their allocated claim's devices are not reachable from (kube-scheduler 1.36
+    gives a pending allocation to the other members of a native gang without keeping them to its nodes):
+    such a binding cannot run, so it is not counted as the scheduler binding the group."""
+    custom = client.CustomObjectsApi(api)
+    away = []
+    for pod in pods:
+        for entry in pod.spec.resource_claims or []:
+            if not entry.resource_claim_name:
+                continue
+            claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims",
+                                                        entry.resource_claim_name)
+            names = node_names(((claim.get("status") or {}).get("allocation") or {}).get("nodeSelector"))
+            if names is not None and pod.spec.node_name not in names:
+                away.append(f"{pod.metadata.name} on {pod.spec.node_name}, its claim {entry.resource_claim_name} "
+                            f"on {sorted(names)}")
+    return "; ".join(away)
+
+
+def node_names(selector: dict[str, Any] | None) -> set[str] | None:
+    """The node names an allocation's node selector allows by `metadata.name` (None: not restricted so)."""
+    names: set[str] = set()
+    for term in (selector or {}).get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            if field.get("key") == "metadata.name" and field.get("operator") == "In":
+                names.update(field.get("values") or [])
+    return names or None
+
+
 def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, trial: Trial, namespace: str,
-              native: bool) -> Outcome:
+              native: GangApi | None) -> Outcome:
     core = client.CoreV1Api(api)
     build_nodes(api, nodesim, trial)
     place_fillers(control_plane, api, trial, namespace)
@@ -194,21 +237,25 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
             off = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name != planned[p.metadata.name]}
             if off:
                 problems.append(f"{group.name}: bound off the plan {off} (planned {planned})")
+            if native is not None and not gang_made(api, native, namespace, group.name):
+                problems.append(f"{group.name}: bound, but draq made no {native.kind} for it")
     finally:
         running.stop()
     assert running.error is None, running.error
     waiting = [g for g in trial.groups if g.name not in {a.name for a in admitted}]
     for group in waiting:
-        if native:  # what draq would create on release
-            apply(control_plane, workload(namespace, group.name, group.size))
+        if native is not None:  # what draq would create on release
+            apply(control_plane, gang_object(native, namespace, group.name, group.size))
         release_by_hand(core, namespace, group.members)
         pods = scheduler_verdict(core, namespace, group, native)
-        if all(p.spec.node_name for p in pods):
+        if all(p.spec.node_name for p in pods) and not away_from_claims(api, namespace, pods):
             reason = (records[group.name]["status"].get("conditions") or [{}])[0].get("message", "")
             problems.append(f"{group.name}: draq keeps it waiting ({reason}) but the scheduler bound every member")
-        if native:  # the Workload first, as draq evicts (Writer.remove_workload says why)
+        elif all(p.spec.node_name for p in pods):
+            print(f"{group.name}: bound whole by the scheduler, but {away_from_claims(api, namespace, pods)}")
+        if native is not None:  # the gang first, as draq evicts (Writer.remove_gang says why)
             client.CustomObjectsApi(api).delete_namespaced_custom_object(
-                "scheduling.k8s.io", "v1alpha1", namespace, "workloads", workload_name(group.name))
+                "scheduling.k8s.io", native.version, namespace, native.plural, gang_name(group.name))
             time.sleep(1)  # for the scheduler's informer to see it gone; nothing to observe it by
         remove(core, namespace, verdicts(core, namespace, group.members))
     print(f"trial {trial.id} (seed {trial.seed}): {len(admitted)} admitted "
@@ -220,7 +267,7 @@ def run_trial(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, tri
 
 
 def differential(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
-                 native: bool) -> None:
+                 native: GangApi | None) -> None:
     seed = seed_from_environment()
     started = time.monotonic()
     queues(control_plane, namespace, unique, gpus=10_000)  # quota is never the limit here
@@ -228,7 +275,8 @@ def differential(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, 
                 for index in range(TRIALS)]
     problems = [p for o in outcomes for p in o.problems]
     admitted, waiting = sum(o.admitted for o in outcomes), sum(o.waiting for o in outcomes)
-    print(f"\ngroup-level differential{' (native gangs)' if native else ''}: {TRIALS} trials from seed {seed}, "
+    label = f" (native gangs, {native.describe()}, Kubernetes {control_plane.minor()})" if native else ""
+    print(f"\ngroup-level differential{label}: {TRIALS} trials from seed {seed}, "
           f"{admitted + waiting} groups of {MIN_MEMBERS}-{MAX_MEMBERS} members ({admitted} admitted, "
           f"{waiting} waiting), {len(problems)} disagreements, {time.monotonic() - started:.0f} s")
     assert problems == [], "\n".join(problems)
@@ -237,7 +285,7 @@ def differential(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, 
 def test_the_scheduler_binds_exactly_the_groups_draq_admits_where_draq_planned(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
         crds: None) -> None:
-    differential(control_plane, api, nodesim, namespace, unique, native=False)
+    differential(control_plane, api, nodesim, namespace, unique, native=None)
 
 
 @dataclass
@@ -245,14 +293,21 @@ class GangCluster:
     control_plane: ControlPlane
     api: Any
     nodesim: NodeSimulator
+    gang_api: GangApi
 
 
-@pytest.fixture(scope="module")
+def gang_versions() -> list[str | None]:
+    """The releases the native-gang part runs on: DRAQ_GANG_VERSIONS, else DRAQ_KUBERNETES_VERSION's."""
+    listed = [v.strip() for v in os.environ.get("DRAQ_GANG_VERSIONS", "").split(",") if v.strip()]
+    return list(listed) if listed else [os.environ.get("DRAQ_KUBERNETES_VERSION") or None]
+
+
+@pytest.fixture(scope="module", params=gang_versions(), ids=lambda v: v or "default")
 def gang_cluster(request: pytest.FixtureRequest) -> Iterator[GangCluster]:
     """A second control plane with native gang scheduling on (and the alpha DRA gates with DRAQ_ALPHA_DRA)."""
     if not _flag("DRAQ_ALPHA_GANGS"):
         pytest.skip("native gang scheduling is alpha: set DRAQ_ALPHA_GANGS=1 (make e2e-alpha does)")
-    version = os.environ.get("DRAQ_KUBERNETES_VERSION") or None
+    version = request.param
     if build.resolve_version(version).lstrip("v").startswith("1.34"):
         pytest.skip("native gang scheduling needs Kubernetes 1.35 or later")
     from e2e.test_webhook import REPO
@@ -268,7 +323,8 @@ def gang_cluster(request: pytest.FixtureRequest) -> Iterator[GangCluster]:
                       "crd/clusterqueues.draq.io", "crd/quotaunits.draq.io", "--timeout=60s")
         with NodeSimulator(api) as sim:
             sim.apply_device_classes()
-            yield GangCluster(plane, api, sim)
+            served = gang_api(plane.minor())
+            yield GangCluster(plane, api, sim, next(g for g in GANG_APIS if g.version == served))
     finally:
         plane.stop()
         if request.session.testsfailed > failed_before:
@@ -282,4 +338,4 @@ def test_with_native_gangs_too(gang_cluster: GangCluster, unique: str) -> None:
     namespace = f"gd-{unique}"
     plane.kubectl("create", "namespace", namespace)
     plane.wait_for_service_account(namespace)
-    differential(plane, gang_cluster.api, gang_cluster.nodesim, namespace, unique, native=True)
+    differential(plane, gang_cluster.api, gang_cluster.nodesim, namespace, unique, native=gang_cluster.gang_api)

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from admission.cli import webhook_limits
 from admission.cli.admission_policy import add_policy_options, policy_settings
 from admission.core.errors import DraqError, InvalidInput
-from admission.core.features import normalize_version
+from admission.core.features import SUPPORTED_VERSIONS, gates_for, normalize_version, parse_gate_flag
 from admission.core.leadership import ElectionTiming
 from admission.core.workloads import FRAMEWORKS, enabled_kinds
 from admission.kube.probes import Probes, ProbeServer, process_registry, start_probe_server
@@ -40,6 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--kubernetes-version", help="release whose DRA behaviour to follow (1.34 to 1.37; "
                         "default: the API server's own, read at start)")
+    parser.add_argument("--feature-gates", default="", metavar="Gate=true,...",
+                        help="DRA feature gates the cluster sets otherwise than the release's defaults (e.g. "
+                        "DRAWorkloadResourceClaims=true for PodGroup-level claims)")
     parser.add_argument("--namespace", default=DEFAULTS.lease_namespace,
                         help="draq's namespace: the leader Lease and the webhook CA live here (default %(default)s)")
     parser.add_argument("--no-leader-election", action="store_true",
@@ -121,6 +124,11 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
             normalize_version(args.kubernetes_version)
         except DraqError as err:
             raise InvalidInput("draq run", "--kubernetes-version", str(err)) from None
+    gates = parse_gate_flag(args.feature_gates)
+    try:
+        gates_for(args.kubernetes_version or SUPPORTED_VERSIONS[-1], gates)
+    except DraqError as err:
+        raise InvalidInput("draq run", "--feature-gates", str(err)) from None
     if args.debounce < 0:
         raise InvalidInput("draq run", "--debounce", f"{args.debounce} is negative")
     if args.park_safety <= 0:
@@ -132,7 +140,9 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
     if problem is not None and not args.no_leader_election:
         raise InvalidInput("draq run", *problem)
     return OperatorSettings(kubeconfig=args.kubeconfig, context=args.context,
-                            kubernetes_version=args.kubernetes_version, debounce_seconds=args.debounce,
+                            kubernetes_version=args.kubernetes_version, feature_gates=gates,
+                            native_gangs=args.native_gangs,
+                            debounce_seconds=args.debounce,
                             leader_election=not args.no_leader_election, lease_namespace=args.namespace,
                             lease_seconds=args.lease_seconds, renew_deadline_seconds=args.renew_deadline,
                             retry_period_seconds=args.retry_period, identity=args.identity,

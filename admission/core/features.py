@@ -28,7 +28,7 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
         "DRAPrioritizedList": True, "DRAAdminAccess": True, "DRAResourceClaimDeviceStatus": True,
         "DRADeviceBindingConditions": True, "DRAPartitionableDevices": True,
         "DRADeviceTaints": True, "DRAConsumableCapacity": True, "DRAExtendedResource": True,
-        "DRAListTypeAttributes": False, "DRADeviceTaintRules": False,
+        "DRAListTypeAttributes": False, "DRADeviceTaintRules": False, "DRAWorkloadResourceClaims": False,
     },
     # From the versioned gate specs of k8s.io/kubernetes v1.37.2 (pkg/features/kube_features.go).
     "1.37": {
@@ -37,7 +37,7 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
         "DRADeviceTaints": True, "DRAConsumableCapacity": True, "DRAExtendedResource": True,
         "DRAListTypeAttributes": False, "DRADeviceTaintRules": True,
         "DRAFractionalCapacityRange": True, "DRADeviceCompatibilityGroups": False,
-        "DRADerivedAttributes": False, "DRAOptionalNodeOperations": False,
+        "DRADerivedAttributes": False, "DRAOptionalNodeOperations": False, "DRAWorkloadResourceClaims": False,
     },
 }
 # Gates new in 1.37 that change what the allocator does and that draq does not model: with one on, draq

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from admission.core.native_gangs import GANG_APIS, GangApi, chosen
+from admission.kube import kinds
 from admission.kube.client import Client, KubeApiError
 from admission.kube.paths import Resource
 
@@ -32,3 +34,8 @@ async def served(api: Client, resources: Iterable[Resource]) -> tuple[Resource, 
         else:
             log.info("%s (%s) is not served: draq does not watch it", resource.plural, resource.api_version)
     return tuple(found)
+
+
+async def served_gang_api(api: Client) -> GangApi | None:
+    """The newest gang API the API server serves (`native_gangs.GANG_APIS`), or None."""
+    return chosen([gang for gang in GANG_APIS if await serves(api, kinds.gang_resource(gang))])

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from admission.core.labels import API_GROUP, API_GROUP_VERSION
+from admission.core.native_gangs import GANG_APIS, GangApi
+from admission.core.native_gangs import GROUP as GANG_GROUP
 from admission.core.workloads import KINDS, WorkloadKind
 from admission.kube.paths import Resource
 
@@ -46,6 +48,22 @@ ALL = (NAMESPACES, NODES, PODS, SECRETS, EVENTS, RESOURCE_QUOTAS, JOBS, DAEMON_S
        LEASES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, CLAIM_TEMPLATES, CLUSTER_QUEUES, LOCAL_QUEUES,
        QUOTA_UNITS, POD_GROUPS, TOPOLOGIES, DEVICE_TAINT_RULES, WORKLOADS, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS)
 BY_KIND = {resource.kind: resource for resource in ALL}
+
+
+def gang_resource(api: GangApi) -> Resource:
+    """The resource of a gang API version: v1alpha1 Workloads, or v1alpha2 / v1beta1 PodGroups (not draq's)."""
+    return Resource(GANG_GROUP, api.version, api.plural, api.kind, True)
+
+
+GANG_RESOURCES = tuple(gang_resource(api) for api in GANG_APIS)
+SCHEDULING_POD_GROUP = "SchedulingPodGroup"
+"""The key the operator's cache keeps scheduling.k8s.io PodGroups under, apart from draq's own PodGroups."""
+
+
+def scheduling_pod_groups(api: GangApi) -> Resource:
+    """The PodGroups of a served gang API (v1alpha2, v1beta1) as the operator's cache watches them (their
+    PodGroup-level resource claims), under `SCHEDULING_POD_GROUP`."""
+    return Resource(GANG_GROUP, api.version, api.plural, SCHEDULING_POD_GROUP, True)
 
 
 def workload_resource(kind: WorkloadKind) -> Resource:

@@ -29,7 +29,7 @@ from admission.core.cycle import (
     victims_of,
 )
 from admission.core.models import ObjectRef, Pod
-from admission.core.native_gangs import referenced_workload, workload_name
+from admission.core.native_gangs import GangApi, gang_api_of, gang_name, referenced_gang
 from admission.core.quota import Phase
 from admission.kube.client import KubeApiError
 from admission.operator.reading import Reading
@@ -53,10 +53,14 @@ def _targets(reading: Reading, group: GroupView) -> list[ObjectRef]:
     return sorted({ref for p in group.pods if (ref := _suspended_by(p, reading, group)) is not None}, key=str)
 
 
-def _in_native_gang(reading: Reading, group: GroupView) -> bool:
-    wanted = workload_name(group.name)
-    return any(referenced_workload(dict(reading.pod_manifest(p.namespace, p.name) or {})) == wanted
-               for p in group.pods)
+def _native_gang(reading: Reading, group: GroupView, served: GangApi | None) -> GangApi | None:
+    """The API of the group's native gang, if its members name the one draq made for it."""
+    wanted = gang_name(group.name)
+    for pod in group.pods:
+        manifest = dict(reading.pod_manifest(pod.namespace, pod.name) or {})
+        if referenced_gang(manifest) == wanted:
+            return gang_api_of(manifest, served)
+    return None
 
 
 def _still_running(group: GroupView) -> list[Pod]:
@@ -138,10 +142,11 @@ class Evictor:
 
     async def _remove_members(self, reading: Reading, group: GroupView, targets: list[ObjectRef]) -> None:
         """Suspend the targets (their controllers remove their pods); delete the members no target covers
-        (their controllers, if any, recreate them, gated). A native gang's Workload goes first (see
-        `Writer.remove_workload`); the group's next release creates it again."""
-        if _in_native_gang(reading, group):
-            await self.writer.remove_workload(group.namespace, group.name)
+        (their controllers, if any, recreate them, gated). A native gang's Workload or PodGroup goes first
+        (see `Writer.remove_gang`); the group's next release creates it again."""
+        gang = _native_gang(reading, group, self.writer.gang_api)
+        if gang is not None:
+            await self.writer.remove_gang(gang, group.namespace, group.name)
         for owner in targets:
             await self.writer.suspend(owner, True)
         for pod in _still_running(group) + [p for p in group.pods if p.scheduling_gates]:

@@ -56,7 +56,7 @@ from admission.core.cycle import (
 )
 from admission.core.errors import DraqError
 from admission.core.features import gates_for, modelled_release
-from admission.core.native_gangs import referenced_workload, workload_name
+from admission.core.native_gangs import gang_api_of, gang_name, referenced_gang
 from admission.core.quota import (
     Amounts,
     Phase,
@@ -71,8 +71,9 @@ from admission.core.workloads import enabled_kinds
 from admission.kube import kinds
 from admission.kube.client import Client, KubeApi, KubeApiError, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.kube.discovery import served
+from admission.kube.discovery import served, served_gang_api
 from admission.kube.listing import server_release
+from admission.kube.watches import table
 from admission.operator.cache import OperatorCache, owner_watches
 from admission.operator.eviction import Evictor
 from admission.operator.health import LoopHealth
@@ -110,7 +111,7 @@ class Operator:
         self.api: Client = api or KubeApi(load_credentials(settings.kubeconfig, settings.context))
         self.clock = clock
         self.cache = OperatorCache(self.api, clock)
-        self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version), clock)
+        self.reader = CacheReader(self.cache, gates_for(settings.kubernetes_version, settings.feature_gates), clock)
         self.identity = settings.identity or default_identity()
         self.elector: LeaderElector | None = None
         if settings.leader_election:
@@ -138,7 +139,7 @@ class Operator:
         """Model the API server's own release unless one was given; say what draq does not model."""
         if self.settings.kubernetes_version is None:
             release, notes = modelled_release(await server_release(self.api))
-            self.gates = self.reader.gates = gates_for(release)
+            self.gates = self.reader.gates = gates_for(release, self.settings.feature_gates)
             for note in notes:
                 log.warning("%s", note)
         log.info("allocation modelled as Kubernetes %s", self.gates.version)
@@ -155,6 +156,7 @@ class Operator:
         try:
             listing = self.clock.monotonic()
             await self.choose_release()
+            await self.discover_gangs()
             await self.watch_owners()
             await self.cache.start()
             log.info("caches listed in %.1fs", self.clock.monotonic() - listing)
@@ -263,6 +265,17 @@ class Operator:
         debounce = self.settings.debounce_seconds
         busy = self._last_pass_end is not None and self.clock.monotonic() - self._last_pass_end < debounce
         return debounce if busy else min(IDLE_SETTLE_SECONDS, debounce)
+
+    async def discover_gangs(self) -> None:
+        """The gang API the cluster serves: the PodGroups draq creates for `spec.schedulingGroup` are of it."""
+        if self.settings.native_gangs == "off":
+            log.info("native gangs off (--native-gangs off): no Workload or PodGroup is created or watched")
+            return
+        self.writer.gang_api = await served_gang_api(self.api)
+        served = self.writer.gang_api
+        log.info("gang API served: %s", served.describe() if served is not None else "none (no native gangs)")
+        if served is not None and served.kind == "PodGroup":  # their PodGroup-level resource claims
+            self.cache.add_watches(self.api, table((kinds.scheduling_pod_groups(served),)))
 
     async def watch_owners(self) -> None:
         """Before the cache starts: watch the enabled integrations' kinds that the API server serves."""
@@ -441,12 +454,19 @@ class Operator:
         self._said[f"late {group.key}"] = wait.message
 
     async def _ensure_native_gang(self, reading: Reading, group: GroupView) -> None:
-        """Members made native gang members by the webhook need their Workload before they are released."""
-        wanted = workload_name(group.name)
-        members = sum(1 for pod in group.pods
-                      if referenced_workload(dict(reading.pod_manifest(pod.namespace, pod.name) or {})) == wanted)
-        if members:  # members using a claim by name are left out of the gang by the webhook
-            await self.writer.ensure_workload(group.namespace, group.name, min(members, group.min_member))
+        """Members made native gang members by the webhook need their Workload or PodGroup before they are
+        released."""
+        wanted = gang_name(group.name)
+        manifests = [dict(reading.pod_manifest(pod.namespace, pod.name) or {}) for pod in group.pods]
+        members = [m for m in manifests if referenced_gang(m) == wanted]
+        if not members:  # members using a claim by name are left out of the gang by the webhook
+            return
+        gang = gang_api_of(members[0], self.writer.gang_api)
+        if gang is None:
+            log.warning("group %s/%s: its pods name native gang %s, whose API this cluster does not serve",
+                        group.namespace, group.name, wanted)
+            return
+        await self.writer.ensure_gang(gang, group.namespace, group.name, min(len(members), group.min_member))
 
     async def _finish_releases(self, reading: Reading) -> bool:
         changed = False

@@ -15,10 +15,12 @@ from admission.core.cycle import (
     claim_frees_room,
     cycle_input,
     node_frees_room,
+    parse_pod_group_claims,
     pod_frees_room,
     rebuild_state,
     unit_failures_of,
     with_owners,
+    with_pod_group_claims,
 )
 from admission.core.errors import DraqError
 from admission.core.features import FeatureGates
@@ -49,6 +51,7 @@ from admission.core.quota import (
     unreadable,
 )
 from admission.core.workloads import Membership, controller_of, membership, walk_key
+from admission.kube import kinds
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.reflector import Key
 from admission.operator.cache import OperatorCache
@@ -176,6 +179,7 @@ class CacheReader:
                                                          for key, e in pod_memo.current_kept.items()}
         manifests.update({group_refs[key]: e.manifest for key, e in group_entries.items()})
         groups, memberships = self._owned(groups, manifests)
+        groups = self._with_pod_group_claims(groups)
         state, current = self._state(queues, groups, bad)
         snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
         cycle = cycle_input(snapshot, self.gates, groups, state, local_queues, tuple(compiled),
@@ -210,6 +214,15 @@ class CacheReader:
                 found[group.key] = members
             updated.append(with_owners(group, members))
         return tuple(updated), found
+
+    def _with_pod_group_claims(self, groups: tuple[GroupView, ...]) -> tuple[GroupView, ...]:
+        """Members' claim entries that are PodGroup-level claims of the scheduling PodGroup they name, marked
+        (where the cache watches those PodGroups: the cluster serves v1alpha2 or v1beta1)."""
+        if kinds.SCHEDULING_POD_GROUP not in self.cache.reflectors:
+            return groups
+        claims = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": found
+                  for m in self.cache.objects(kinds.SCHEDULING_POD_GROUP) if (found := parse_pod_group_claims(m))}
+        return tuple(with_pod_group_claims(g, claims) for g in groups) if claims else groups
 
     def _topologies(self) -> dict[str, Topology]:
         """The cached Topologies that parse, by name (none where the cache does not watch them)."""

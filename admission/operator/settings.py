@@ -3,7 +3,8 @@ from `DEFAULTS`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from admission.core.leadership import DEFAULT_LEASE_NAME, ElectionTiming
@@ -16,6 +17,12 @@ class OperatorSettings:
     context: str | None = None
     # Kubernetes release whose DRA behaviour the allocator follows (default gates of that release).
     kubernetes_version: str | None = None
+    # DRA feature gates overriding that release's defaults (`draq run --feature-gates`), e.g. a beta gate the
+    # cluster switched on.
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # `draq run --native-gangs`: with `off` the operator neither watches nor creates scheduling.k8s.io objects
+    # (the chart then grants no right to them).
+    native_gangs: str = "auto"
     # Quiet time after a change before a cycle runs while passes follow each other, so a burst of pod
     # creations is decided at once (an idle operator waits only `loop.IDLE_SETTLE_SECONDS`).
     debounce_seconds: float = 0.15

@@ -21,7 +21,7 @@ from admission.core.cycle import pinned_affinity
 from admission.core.labels import API_VERSION, EPOCH_ANNOTATION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
 from admission.core.models import ObjectRef
-from admission.core.native_gangs import workload, workload_name
+from admission.core.native_gangs import GangApi, gang_name, gang_object
 from admission.core.quota import SEAL_FIELD, SealCheck, check_seal, merged_status, seal_record
 from admission.core.workloads import BY_KIND
 from admission.kube import kinds
@@ -45,6 +45,7 @@ class Writer:
         self._refused_pins: set[tuple[str, str]] = set()  # (pod uid, node) whose refusal has an Event
         self.events = EventBook()
         self.seal_key: bytes | None = None  # the record seal's key, loaded by the operator before its first pass
+        self.gang_api: GangApi | None = None  # the served gang API (`native_gangs.chosen`), found at start
         self.adopting = False  # the first start with a new key: records it cannot verify are sealed as they are
         self.untraceable: Collection[str] = ()  # uids of the PodGroups whose record the reader found untraceable
 
@@ -154,22 +155,25 @@ class Writer:
                          "gated and is released when the pin is accepted; if the group is not bound within its bind "
                          "timeout it is evicted", warning=True)
 
-    async def ensure_workload(self, namespace: str, group: str, min_member: int) -> None:
-        """Create the native gang (Workload) of a group whose pods reference it; one that exists is kept."""
+    async def ensure_gang(self, gang: GangApi, namespace: str, group: str, min_member: int) -> None:
+        """Create the native gang (Workload or PodGroup) of a group whose pods reference it; one that exists
+        is kept."""
         try:
-            await self.api.create(kinds.WORKLOADS.collection_path(namespace), workload(namespace, group, min_member))
+            await self.api.create(kinds.gang_resource(gang).collection_path(namespace),
+                                  gang_object(gang, namespace, group, min_member))
         except KubeApiError as err:
             if err.status != 409:
                 raise
 
-    async def remove_workload(self, namespace: str, group: str) -> None:
-        """Delete a group's native gang (Workload) before its members are removed; one already gone is fine.
+    async def remove_gang(self, gang: GangApi, namespace: str, group: str) -> None:
+        """Delete a group's native gang (Workload or PodGroup) before its members are removed; one already
+        gone is fine.
 
         kube-scheduler 1.35's gang plugin keeps a member deleted while it waits at Permit in its list of
         unscheduled members, and dereferences it when another member of the gang reaches Permit (the
         scheduler exits). Without the Workload that member's Permit stops before that list is read."""
         try:
-            await self.api.delete(kinds.WORKLOADS.object_path(namespace, workload_name(group)))
+            await self.api.delete(kinds.gang_resource(gang).object_path(namespace, gang_name(group)))
         except KubeApiError as err:
             if err.status != 404:
                 raise

@@ -14,12 +14,14 @@ from prometheus_client import CollectorRegistry
 
 from admission.core.errors import DraqError
 from admission.core.labels import DEFAULT_DRAQ_USER
+from admission.core.native_gangs import GangApi, discovery_note
 from admission.core.review import GatingPolicy
 from admission.core.workloads import DEFAULT_FRAMEWORKS, enabled_kinds
 from admission.kube import kinds
 from admission.kube.client import KubeApi, load_credentials
 from admission.kube.clock import SYSTEM_CLOCK, Clock
-from admission.kube.discovery import served, serves
+from admission.kube.discovery import served, served_gang_api
+from admission.kube.listing import server_release
 from admission.kube.probes import Probes, process_registry, start_probe_server
 from admission.kube.reflector import Reflector
 from admission.webhook.cache import WebhookCache, owner_watches
@@ -102,8 +104,9 @@ class WebhookService:
         self.cache.add(Reflector(self.api, resource, project) for resource, project in owner_watches(owners))
         await self.cache.start()
         await self._start_certificates()
-        native = await self._native_gangs()
-        policy = GatingPolicy(settings.draq_user, native, lease_namespace=settings.namespace,
+        gang_api, native = await self._native_gangs()
+        policy = GatingPolicy(settings.draq_user, gang_api=gang_api, native_gangs=native,
+                              lease_namespace=settings.namespace,
                               default_device_policy=settings.device_policy,
                               exempt_owner_kinds=frozenset(settings.exempt_owner_kinds),
                               max_pending_groups=settings.max_pending_groups,
@@ -128,18 +131,16 @@ class WebhookService:
             return "the webhook cache has not listed every resource yet"
         return "" if self.server is not None else "the webhook server is not listening yet"
 
-    async def _native_gangs(self) -> bool:
-        """`auto`: make groups native gangs where the cluster serves the Workload API."""
+    async def _native_gangs(self) -> tuple[GangApi | None, bool]:
+        """The gang API the cluster serves, and whether groups become native gangs (`auto`: where one is
+        served). Pods naming a gang of an API not served are refused either way."""
         wanted = self.settings.native_gangs
-        if wanted == "off":
-            return False
-        served = await serves(self.api, kinds.WORKLOADS)
-        if wanted == "on" and not served:
-            raise DraqError("--native-gangs on: the cluster does not serve scheduling.k8s.io/v1alpha1 Workloads "
-                            "(Kubernetes 1.35+ with the GenericWorkload and GangScheduling feature gates and "
-                            "--runtime-config=scheduling.k8s.io/v1alpha1=true)")
-        log.info("native gang scheduling: %s", "on" if served else "off (the Workload API is not served)")
-        return served
+        served = await served_gang_api(self.api)
+        note = discovery_note(await server_release(self.api), served, wanted)
+        if wanted == "on" and served is None:
+            raise DraqError(f"--native-gangs on: {note.removeprefix('native gangs off: ')}")
+        log.info("%s", note)
+        return served, wanted != "off" and served is not None
 
     async def _start_certificates(self) -> None:
         settings = self.settings

@@ -25,13 +25,13 @@ PUBLIC = {
         "claim_frees_room", "collect_groups",
         "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
         "late_admitted_event", "late_members", "late_wait_event", "next_phase",
-        "node_frees_room", "overdue", "parse_time",
+        "node_frees_room", "overdue", "parse_pod_group_claims", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
         "pod_frees_room",
         "planned_allocation", "preempted_message", "preempted_status", "promised_allocations", "promised_devices",
         "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle",
         "slots_given_up_event", "unit_failures_of", "unknown_owner_event", "unreadable_owner", "unreleased_members",
-        "victims_of", "with_owners"
+        "victims_of", "with_owners", "with_pod_group_claims"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
@@ -53,7 +53,8 @@ PUBLIC = {
         "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection",
         "DeviceTaint", "DeviceToleration", "EXACT_COUNT", "LabelRequirement", "LabelSelector", "Model", "Namespace",
         "Node", "NodeSelector", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "ObjectRef",
-        "OpaqueConfig", "Pod", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy", "ResourceClaim", "Role",
+        "OpaqueConfig", "Pod", "PodGroupClaim", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy",
+        "ResourceClaim", "Role",
         "ResourceClaimTemplate", "ResourceQuota", "ResourceRequirements", "ResourceSlice", "ScalarValue", "Taint",
         "Toleration", "apply_taint_rules", "class_devices_resource", "device_class_of", "is_supported",
         "node_name_selector", "parse_label_selector", "parse_object", "parse_objects", "qualified_name", "qualify",

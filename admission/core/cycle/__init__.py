@@ -44,6 +44,7 @@ from admission.core.cycle.parking import (
 )
 from admission.core.cycle.pinning import NODE_NAME_FIELD, pin_requirement, pinned_affinity
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
+from admission.core.cycle.pod_group_claims import parse_pod_group_claims, with_pod_group_claims
 from admission.core.cycle.preemption import PREEMPTED, preempted_message, preempted_status, victims_of
 from admission.core.cycle.progress import (
     ChargeCorrection,
@@ -139,6 +140,7 @@ __all__ = [
     "next_phase",
     "node_frees_room",
     "overdue",
+    "parse_pod_group_claims",
     "parse_time",
     "pending_counts",
     "pending_status",
@@ -165,4 +167,5 @@ __all__ = [
     "unreleased_members",
     "victims_of",
     "with_owners",
+    "with_pod_group_claims",
 ]

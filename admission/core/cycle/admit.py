@@ -37,6 +37,7 @@ from admission.core.cycle.parking import (
     still_parked,
 )
 from admission.core.cycle.plans import shaped_plan
+from admission.core.cycle.pod_group_claims import unplannable
 from admission.core.cycle.shape import Gang, gang_of
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
@@ -254,7 +255,9 @@ def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
         return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
                     f"time(s) for not being bound in time; admitted again after {format_time(retry)}",
                     local.cluster_queue)
-    unsupported = _unsupported_constraint(gang.pods) or _claim_shared_in_native_gang(group, cycle.snapshot.claims)
+    unsupported = (_unsupported_constraint(gang.pods)
+                   or _claim_shared_in_native_gang(group, cycle.snapshot.claims, cycle.gates.minor)
+                   or unplannable(group, cycle.gates))
     if unsupported:
         return Wait(group.key, WaitReason.UNSUPPORTED, unsupported, local.cluster_queue)
     level = topology_level(group, local.cluster_queue, cycle)
@@ -330,25 +333,29 @@ def _unsupported_constraint(pods: Sequence[Pod]) -> str:
     return ""
 
 
-def _claim_shared_in_native_gang(group: GroupView, claims: Mapping[str, ResourceClaim]) -> str:
-    """Members of one native gang (the same Workload) that share a ResourceClaim not allocated yet: the
-    scheduler (1.35) allocates the claim for the first member, which then waits at the gang's Permit
-    step, and refuses the others while the claim "is in the process of being allocated". The gang never
-    binds, so draq does not admit it."""
+def _claim_shared_in_native_gang(group: GroupView, claims: Mapping[str, ResourceClaim], minor: int) -> str:
+    """Members of one native gang that share a ResourceClaim not allocated yet. kube-scheduler 1.35 (a
+    v1alpha1 Workload) allocates the claim for the first member, which then waits at the gang's Permit
+    step, and refuses the others while the claim "is in the process of being allocated": the gang never
+    binds. 1.36 (a v1alpha2 PodGroup) gives the other members the pending allocation but does not keep them
+    to the nodes its devices are reachable from: they may be bound where the claim cannot be used. 1.37
+    does both right, so from 1.37 such a gang is planned like any group sharing a claim."""
     users: dict[tuple[str, str], list[str]] = {}
     for pod in group.pods:
-        if not pod.workload:
-            continue
-        for entry in pod.resource_claims:
+        gang = pod.workload or (pod.scheduling_group if minor < 37 else "")
+        for entry in pod.resource_claims if gang else ():
             if entry.resource_claim_name is not None:
-                users.setdefault((pod.workload, entry.resource_claim_name), []).append(pod.name)
-    for (workload, name), pods in sorted(users.items()):
+                users.setdefault((gang, entry.resource_claim_name), []).append(pod.name)
+    for (gang, name), pods in sorted(users.items()):
         claim = claims.get(f"{group.namespace}/{name}")
         if len(pods) > 1 and (claim is None or claim.allocation is None):
+            why = ("does not allocate a claim shared inside a gang, so the gang would never bind" if minor < 36
+                   else "gives the claim's pending allocation to the other members without keeping them to its "
+                   "devices' nodes, so members may be bound where the claim cannot be used (fixed in 1.37)")
             return (f"pods {', '.join(sorted(pods))} share ResourceClaim {group.namespace}/{name} and are members "
-                    f"of the native gang {workload}: the scheduler does not allocate a claim shared inside a "
-                    "gang, so the gang would never bind. Allocate the claim first (e.g. for a pod outside "
-                    "the gang), use a template per pod, or leave these pods out of native gangs")
+                    f"of the native gang {gang}: kube-scheduler 1.{minor} {why}. Allocate the claim "
+                    "first (e.g. for a pod outside the gang), use a template per pod, or leave these pods out of "
+                    "native gangs")
     return ""
 
 

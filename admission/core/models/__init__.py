@@ -15,6 +15,7 @@ from admission.core.models.parse import Model, is_supported, parse_object, parse
 from admission.core.models.pod import (
     Container,
     Pod,
+    PodGroupClaim,
     PodResourceClaim,
     PodResourceClaimStatus,
     ResourceRequirements,
@@ -109,6 +110,7 @@ __all__ = [
     "ObjectRef",
     "OpaqueConfig",
     "Pod",
+    "PodGroupClaim",
     "PodResourceClaim",
     "PodResourceClaimStatus",
     "RequestPolicy",

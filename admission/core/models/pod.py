@@ -22,6 +22,17 @@ class PodResourceClaim:
     resource_claim_template_name: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PodGroupClaim:
+    """A claim a scheduling PodGroup (v1alpha2, v1beta1) makes for all its pods: `spec.resourceClaims[]`,
+    matched by pod entries equal in every field, and the claim generated from its template
+    (`status.resourceClaimStatuses`; "" until created)."""
+
+    pod_group: str
+    entry: PodResourceClaim
+    generated: str = ""
+
+
 SIDECAR_RESTART_POLICY = "Always"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 HONOR = "Honor"
@@ -101,10 +112,15 @@ class Pod(Named):
     affinity_terms: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_terms: tuple[PodAffinityTerm, ...] = ()
     spread_constraints: tuple[SpreadConstraint, ...] = ()
-    # spec.workloadRef.name: the native gang (Workload) the pod belongs to, if any.
+    # spec.workloadRef.name: the native gang (a v1alpha1 Workload, Kubernetes 1.35) the pod belongs to, if any.
     workload: str = ""
+    # spec.schedulingGroup.podGroupName: the native gang (a v1alpha2 / v1beta1 PodGroup, 1.36 and 1.37).
+    scheduling_group: str = ""
     # spec.priority: set by the API server's Priority admission from spec.priorityClassName.
     priority: int = 0
+    # Entries matched to a PodGroup-level claim of the PodGroup the pod names (scheduling.k8s.io,
+    # DRAWorkloadResourceClaims): entry name -> that claim. One claim serves the whole PodGroup.
+    pod_group_claims: Mapping[str, PodGroupClaim] = field(default_factory=dict)
 
     @property
     def uid(self) -> str:
@@ -120,7 +136,11 @@ class Pod(Named):
 
     def pending_claim_name(self, entry: str) -> str:
         """The name draq gives the claim a template entry will get, before the resourceclaim controller
-        creates it: `<pod>/<entry>`. The `/` cannot occur in a real claim's name, so the two never collide."""
+        creates it: `<pod>/<entry>`, or `podgroup <podgroup>/<entry>` for a PodGroup-level claim, the same
+        for every member. `/` and ` ` cannot occur in a real claim's name, so the names never collide."""
+        shared = self.pod_group_claims.get(entry)
+        if shared is not None:
+            return f"podgroup {shared.pod_group}/{entry}"
         return f"{self.name}/{entry}"
 
     def pending_claim_key(self, entry: str) -> str:
@@ -132,6 +152,9 @@ class Pod(Named):
         """The ResourceClaim behind a pod claim entry (for templates: from status, once created)."""
         if entry.resource_claim_name is not None:
             return entry.resource_claim_name
+        shared = self.pod_group_claims.get(entry.name)
+        if shared is not None:
+            return shared.generated or None
         for status in self.resource_claim_statuses:
             if status.name == entry.name:
                 return status.resource_claim_name
@@ -176,6 +199,7 @@ def parse_pod(obj: str, manifest: Fields, default_namespace: str = "") -> Pod:
         spread_constraints=tuple(_spread_constraint(c, meta.labels) for c in spec.maps("topologySpreadConstraints")
                                  if c.str("whenUnsatisfiable", default=DO_NOT_SCHEDULE) == DO_NOT_SCHEDULE),
         workload=spec.map("workloadRef").str("name"),
+        scheduling_group=spec.map("schedulingGroup").str("podGroupName"),
         priority=spec.int("priority"),
     )
 

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from admission.core.labels import DEFAULT_DRAQ_USER, DEVICE_POLICIES, REQUIRE_QUEUE
 from admission.core.leadership import DEFAULT_LEASE_NAME
+from admission.core.native_gangs import GangApi
 from admission.core.review.envelope import JsonObject
 from admission.core.workloads import DEFAULT_FRAMEWORKS, enabled_kinds
 
@@ -57,7 +58,9 @@ class GatingPolicy:
 
     # The only user allowed to remove the gate and to relabel admitted pods.
     draq_user: str = DEFAULT_DRAQ_USER
-    # Make groups native gangs (`spec.workloadRef`) where the cluster serves the Workload API.
+    # The gang API the cluster serves (`native_gangs.chosen` of discovery), None where it serves none.
+    gang_api: GangApi | None = None
+    # Make groups native gangs (the served API's pod field); needs `gang_api`.
     native_gangs: bool = False
     # draq's leader Lease: PodGroup status written by draq must carry its current epoch.
     lease_namespace: str = "draq-system"
@@ -80,6 +83,8 @@ class GatingPolicy:
         if unknown:
             raise ValueError(f"exempt owner kinds {', '.join(unknown)}: draq can verify only "
                              f"{', '.join(sorted(EXEMPTIBLE_OWNER_KINDS))}")
+        if self.native_gangs and self.gang_api is None:
+            raise ValueError("native gangs on, but no gang API given: discover the served one first")
         if self.max_pending_groups < 0:
             raise ValueError(f"max pending groups {self.max_pending_groups}: use 0 (no cap) or more")
 

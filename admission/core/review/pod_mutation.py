@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL, label_value
 from admission.core.models import ObjectRef
-from admission.core.native_gangs import workload_ref
+from admission.core.native_gangs import GangApi, pod_reference, unserved_reference
 from admission.core.review.envelope import AdmissionRequest, Decision, JsonObject, PatchOperation
 from admission.core.review.lookups import DEFAULT_POLICY, GatingPolicy, Lookups
 from admission.core.review.queue_choice import QueueChoice, namespace_is_managed, pod_queue, pod_route
@@ -24,6 +24,9 @@ def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = D
     if namespace_labels is None:
         return Decision.allow(missing=[ObjectRef("Namespace", "", request.namespace)])
     pod = request.object
+    unserved = unserved_reference(pod, policy.gang_api) if namespace_is_managed(namespace_labels) else ""
+    if unserved:
+        return Decision.deny(f"{request.describe()}: {unserved}", "Invalid", 422)
     route = pod_route(pod, request.namespace, namespace_labels, lookups, policy)
     member = membership(pod, lookups, policy.workload_kinds) if isinstance(pod, Mapping) else Membership()
     queue = None if route.exemption.exempt else _queue(pod, namespace_labels, member)
@@ -37,23 +40,23 @@ def mutate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy = D
         warnings.append(f"{request.describe()} waits in LocalQueue {queue.name} like any pod: {route.exemption.note}")
         missing.extend(route.exemption.missing)
     patch = [*_label_patch(pod, labels), *_gate_patch(pod)]
-    if policy.native_gangs:
+    if policy.native_gangs and policy.gang_api is not None:
         group = labels.get(GROUP_LABEL) or labels_of(pod).get(GROUP_LABEL, "")
-        patch.extend(_workload_patch(pod, group))
+        patch.extend(_gang_patch(pod, group, policy.gang_api))
     return Decision.allow(patch, warnings, missing)
 
 
-def _workload_patch(pod: JsonObject, group: str) -> list[PatchOperation]:
-    """Make the pod a member of its group's native gang, unless it names a Workload itself or uses a
+def _gang_patch(pod: JsonObject, group: str, api: GangApi) -> list[PatchOperation]:
+    """Make the pod a member of its group's native gang, unless it names a gang itself or uses a
     ResourceClaim by name: such a claim may be shared with other members, and the scheduler (1.35) does
     not allocate a claim shared inside a gang (draq's own admission still keeps the group whole)."""
     spec = mapping(pod.get("spec"))
-    if not group or spec.get("workloadRef") is not None:
+    if not group or spec.get("workloadRef") is not None or spec.get("schedulingGroup") is not None:
         return []
     entries = spec.get("resourceClaims")
     if isinstance(entries, list) and any(isinstance(e, Mapping) and e.get("resourceClaimName") for e in entries):
         return []
-    return [PatchOperation("add", ("spec", "workloadRef"), workload_ref(group))]
+    return [PatchOperation("add", ("spec", api.pod_field), pod_reference(api, group))]
 
 
 def maybe_stale_namespace(request: AdmissionRequest, namespace_labels: Mapping[str, str]) -> list[ObjectRef]:

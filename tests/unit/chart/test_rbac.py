@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from admission.core.labels import GATE
+from admission.core.native_gangs import GANG_APIS
 from admission.core.review.envelope import ObjectRef
 from admission.kube import kinds
 from admission.localcluster import rbac
@@ -137,6 +138,17 @@ def test_every_cached_resource_may_be_listed_and_watched() -> None:
             assert allowed(request, cluster_rules, [], DRAQ_NS), request.describe()
 
 
+def test_the_scheduling_pod_groups_of_each_gang_api_may_be_listed_and_watched() -> None:
+    """The operator watches them where the cluster serves them (their PodGroup-level resource claims)."""
+    cluster_rules, _ = full_rights()
+    for api in GANG_APIS:
+        if api.kind == "PodGroup":
+            resource = kinds.scheduling_pod_groups(api)
+            for verb in ("list", "watch"):
+                request = Request(verb, resource.group, resource.plural, "", "")
+                assert allowed(request, cluster_rules, [], DRAQ_NS), request.describe()
+
+
 def test_the_webhook_may_fetch_every_kind_it_caches_after_a_miss() -> None:
     cluster_rules, _ = full_rights()
     for resource, _project in WEBHOOK_RESOURCES:
@@ -165,8 +177,8 @@ WRITER_CALLS = {
     "ensure_pod_group": lambda w: w.ensure_pod_group(NS, "g", 2, "lq"),
     "pod_group_status": lambda w: w.pod_group_status(NS, "g", {"phase": "Pending"}),
     "ungate": lambda w: w.ungate(NS, "p", None, node="node-0"),
-    "ensure_workload": lambda w: w.ensure_workload(NS, "g", 2),
-    "remove_workload": lambda w: w.remove_workload(NS, "g"),
+    "ensure_gang": lambda w: asyncio.gather(*(w.ensure_gang(api, NS, "g", 2) for api in GANG_APIS)),
+    "remove_gang": lambda w: asyncio.gather(*(w.remove_gang(api, NS, "g") for api in GANG_APIS)),
     "delete_pod": lambda w: w.delete_pod(NS, "gone"),
     "suspend": lambda w: w.suspend(ObjectRef("Job", NS, "job"), True),
     "cluster_queue_status": lambda w: w.cluster_queue_status("main", {"pendingGroups": 0}),
@@ -202,7 +214,9 @@ def test_every_write_of_the_writer_is_granted() -> None:
 
     requests = asyncio.run(go())
     assert {r.verb for r in requests} >= {"create", "patch", "delete"}
-    assert {("create", "workloads"), ("delete", "workloads")} <= {(r.verb, r.resource) for r in requests}
+    made = {(r.verb, r.group, r.resource) for r in requests}
+    assert {(verb, "scheduling.k8s.io", plural) for verb in ("create", "delete")
+            for plural in ("workloads", "podgroups")} <= made
     assert denied(requests) == []
 
 
@@ -275,7 +289,7 @@ def test_the_webhooks_fence_may_read_the_lease() -> None:
 def test_nothing_is_granted_that_no_code_asks_for() -> None:
     """Each granted resource is one of the code's tables of resources (admission/kube/kinds.py)."""
     cluster_rules, namespace_rules = full_rights()
-    known = {(r.group, r.plural) for r in (*kinds.ALL, *kinds.WORKLOAD_KINDS.values())}
+    known = {(r.group, r.plural) for r in (*kinds.ALL, *kinds.WORKLOAD_KINDS.values(), *kinds.GANG_RESOURCES)}
     for rule in (*cluster_rules, *namespace_rules):
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:

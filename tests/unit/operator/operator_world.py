@@ -35,9 +35,14 @@ DEADLINE = 10.0
 """The renew deadline of `leading` operators."""
 
 
-async def started(api: FakeApi, clock: FakeClock | None = None) -> Operator:
-    operator = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.35"), api=api,
+async def started(api: FakeApi, clock: FakeClock | None = None, release: str = "1.35",
+                  gangs: bool = False) -> Operator:
+    """An operator on `api` with its cache listed; with `gangs`, after it found the gang API served (as at
+    start)."""
+    operator = Operator(OperatorSettings(leader_election=False, kubernetes_version=release), api=api,
                         clock=clock or FakeClock())
+    if gangs:
+        await operator.discover_gangs()
     await operator.cache.start(timeout=5)
     return operator
 

@@ -1,6 +1,7 @@
-"""What changes under an admitted group: its planned node deleted or tainted, its planned devices allocated by
-someone else. The affected group is evicted at its bind timeout and, requeued, waits with a reason; the
-other groups go on, bound and charged as they were."""
+"""What changes under an admitted group: its planned node deleted or tainted, its planned devices tainted
+`NoExecute` (Kubernetes 1.37, device taints GA) or allocated by someone else. The affected group is evicted
+at its bind timeout and, requeued, waits with a reason; the other groups go on, bound and charged as they
+were."""
 
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ def planned_node(api: FakeApi, group: str) -> str:
     return str(entry["node"])
 
 
-async def two_groups_admitted(api: FakeApi, clock: FakeClock) -> tuple[Any, str, str]:
+async def two_groups_admitted(api: FakeApi, clock: FakeClock, release: str = "1.35") -> tuple[Any, str, str]:
     """Groups `lost` and `kept` (one pod of 4 GPUs each) admitted on the two nodes; `kept` bound and Running.
     Returns the operator and the nodes planned for `lost` and `kept`."""
     submit(api, "kept", 1, 4)
     submit(api, "lost", 1, 4)
-    operator = await started(api, clock)
+    operator = await started(api, clock, release)
     await settle(operator)
     assert record(api, "kept")["phase"] == record(api, "lost")["phase"] == "Admitted"
     lost_node, kept_node = planned_node(api, "lost"), planned_node(api, "kept")
@@ -111,6 +112,50 @@ def test_planned_devices_allocated_by_someone_else_after_admission() -> None:
         await after_the_bind_timeout(api, clock, operator)
         await requeued_waits(api, clock, operator, "pod team/lost-0")
         assert record(api, "lost")["conditions"][0]["reason"] == "DevicesUnavailable"
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+async def taint_device(api: FakeApi, node: str, effect: str) -> None:
+    """The node's DRA driver taints its first GPU (a health event, say an XID error)."""
+    path = f"/apis/resource.k8s.io/v1/resourceslices/{node}-gpus"
+    found = await api.get(path)
+    devices = found["spec"]["devices"]
+    devices[0]["taints"] = [{"key": "gpu.example.com/unhealthy", "value": "xid-79", "effect": effect}]
+    await api.merge_patch(path, {"spec": {"devices": devices}})
+
+
+def test_planned_devices_tainted_no_execute_after_admission_on_1_37() -> None:
+    """Like a planned node tainted after admission: held until the bind timeout, evicted as a whole, and
+    requeued to wait saying a tainted device keeps it out; the other group goes on."""
+    async def go() -> None:
+        api, clock = cluster(), FakeClock()
+        operator, lost_node, _ = await two_groups_admitted(api, clock, release="1.37")
+        await taint_device(api, lost_node, "NoExecute")
+        await settle(operator)
+        assert record(api, "lost")["phase"] == "Admitted"
+        await after_the_bind_timeout(api, clock, operator)
+        message = await requeued_waits(api, clock, operator, "3 free (1 has a taint that is not tolerated)")
+        assert record(api, "lost")["conditions"][0]["reason"] == "DevicesUnavailable", message
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_a_no_execute_device_taint_is_ignored_where_the_release_ignores_device_taints() -> None:
+    """On 1.35 (DRADeviceTaints off by default) the scheduler allocates tainted devices as any other; so does
+    draq: the group planned on them is not held back once requeued."""
+    async def go() -> None:
+        api, clock = cluster(), FakeClock()
+        operator, lost_node, _ = await two_groups_admitted(api, clock)
+        await taint_device(api, lost_node, "NoExecute")
+        await after_the_bind_timeout(api, clock, operator)
+        submit(api, "lost", 1, 4)
+        clock.advance(31)
+        await settle(operator)
+        await settle(operator)
+        assert record(api, "lost")["phase"] == "Admitted"
         await operator.cache.stop()
 
     asyncio.run(go())

@@ -9,7 +9,7 @@ from typing import Any
 
 from admission.core.labels import GATE
 from admission.core.models import DeclaredShape, ObjectRef, Pod, Role
-from admission.core.native_gangs import workload_ref
+from admission.core.native_gangs import V1ALPHA1, pod_reference
 from admission.operator import Operator
 from admission.operator.reading import Reading
 from tests.support import builders as b
@@ -21,7 +21,7 @@ from .operator_world import cluster, gates_of, started
 
 def worker(name: str) -> dict[str, Any]:
     manifest = member(name, "js", group_min=4, template="js-gpus")
-    manifest["spec"]["workloadRef"] = workload_ref("js")
+    manifest["spec"]["workloadRef"] = pod_reference(V1ALPHA1, "js")
     return manifest
 
 
@@ -77,7 +77,7 @@ def test_a_member_that_matches_no_role_gives_its_slot_up_says_so_then_is_release
         knowing_the_owner(operator)
         await operator.reconcile()
         odd = member("js-odd", "js", group_min=4, template="big")
-        odd["spec"]["workloadRef"] = workload_ref("js")
+        odd["spec"]["workloadRef"] = pod_reference(V1ALPHA1, "js")
         api.add(odd)
         await asyncio.sleep(0.05)
         await operator.reconcile()

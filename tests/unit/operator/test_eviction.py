@@ -130,3 +130,25 @@ def test_a_native_gangs_workload_is_deleted_before_its_members() -> None:
         await operator.cache.stop()
 
     asyncio.run(go())
+
+
+def test_on_1_36_a_native_gangs_pod_group_is_deleted_before_its_members() -> None:
+    async def go() -> None:
+        api, clock = cluster(), FakeClock()
+        api.discovery["scheduling.k8s.io/v1alpha2"] = ["workloads", "podgroups"]
+        members = gang("native", 2, 4)
+        for manifest in members:
+            if manifest["kind"] == "Pod":
+                manifest["spec"]["schedulingGroup"] = {"podGroupName": "native"}
+        api.add(*members)
+        operator = await started(api, clock, gangs=True)
+        await settle(operator)
+        assert record(api, "native")["phase"] == "Admitted"
+        clock.advance(301)
+        await settle(operator)
+        deletes = [w.path for w in api.writes if w.method == "DELETE"]
+        assert deletes[0] == f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{NS}/podgroups/native", deletes
+        assert len(deletes) == 3, deletes
+        await operator.cache.stop()
+
+    asyncio.run(go())

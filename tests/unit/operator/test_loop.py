@@ -9,9 +9,10 @@ import pytest
 
 from admission.core.errors import DraqError
 from admission.core.labels import GATE
-from admission.core.native_gangs import workload_ref
+from admission.core.native_gangs import V1ALPHA1, V1BETA1, pod_reference
+from admission.kube import kinds
 from admission.kube.client import KubeApiError
-from admission.operator import reading
+from admission.operator import Operator, OperatorSettings, reading
 from tests.support.affinity import pinned_node
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS, gang, member
@@ -212,7 +213,7 @@ def test_native_gang_members_get_their_workload_before_release() -> None:
         manifests = gang("ng", 2, 4)
         for manifest in manifests:
             if manifest["kind"] == "Pod":
-                manifest["spec"]["workloadRef"] = workload_ref("ng")
+                manifest["spec"]["workloadRef"] = pod_reference(V1ALPHA1, "ng")
         api.add(*manifests)
         operator = await started(api)
         await operator.reconcile()
@@ -221,6 +222,63 @@ def test_native_gang_members_get_their_workload_before_release() -> None:
         assert len(created) == 1 and created[0] < min(ungates)
         made = api.get_object("Workload", NS, "ng")
         assert made is not None and made["spec"]["podGroups"][0]["policy"] == {"gang": {"minCount": 2}}
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_on_1_37_native_gang_members_get_their_pod_group_before_release() -> None:
+    async def go() -> None:
+        api = cluster()
+        api.discovery["scheduling.k8s.io/v1beta1"] = ["priorityclasses", "workloads", "podgroups"]
+        manifests = gang("ng", 2, 4)
+        for manifest in manifests:
+            if manifest["kind"] == "Pod":
+                manifest["spec"]["schedulingGroup"] = pod_reference(V1BETA1, "ng")
+        api.add(*manifests)
+        operator = await started(api, gangs=True)
+        assert operator.writer.gang_api is V1BETA1
+        await operator.reconcile()
+        created = [(i, w) for i, w in enumerate(api.writes) if w.method == "POST"
+                   and w.path == f"/apis/scheduling.k8s.io/v1beta1/namespaces/{NS}/podgroups"]
+        ungates = [i for i, w in enumerate(api.writes) if "/pods/ng-" in w.path]
+        assert len(created) == 1 and created[0][0] < min(ungates)
+        body = created[0][1].body
+        assert body["kind"] == "PodGroup" and body["spec"] == {"schedulingPolicy": {"gang": {"minCount": 2}}}
+        assert not [w for w in api.writes if "/workloads" in w.path]
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_with_native_gangs_off_the_operator_neither_watches_nor_makes_gang_objects() -> None:
+    async def go() -> None:
+        api = cluster()
+        api.discovery["scheduling.k8s.io/v1beta1"] = ["podgroups"]
+        on = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.37"), api=api)
+        await on.discover_gangs()
+        assert on.writer.gang_api is V1BETA1 and kinds.SCHEDULING_POD_GROUP in on.cache.reflectors
+        off = Operator(OperatorSettings(leader_election=False, kubernetes_version="1.37", native_gangs="off"),
+                       api=api)
+        await off.discover_gangs()
+        assert off.writer.gang_api is None and kinds.SCHEDULING_POD_GROUP not in off.cache.reflectors
+
+    run(go)
+
+
+def test_without_a_served_pod_group_api_no_gang_object_is_made() -> None:
+    async def go() -> None:
+        api = cluster()
+        manifests = gang("ng", 1, 4)
+        for manifest in manifests:
+            if manifest["kind"] == "Pod":
+                manifest["spec"]["schedulingGroup"] = pod_reference(V1BETA1, "ng")
+        api.add(*manifests)
+        operator = await started(api, gangs=True)
+        assert operator.writer.gang_api is None
+        await operator.reconcile()
+        assert not [w for w in api.writes if w.path.startswith("/apis/scheduling.k8s.io/")]
+        assert gates_of(api, "ng-0") == []  # draq's own admission still releases the group
         await operator.cache.stop()
 
     run(go)

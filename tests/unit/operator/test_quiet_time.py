@@ -16,7 +16,7 @@ def test_an_idle_operator_waits_a_moment_and_a_busy_one_the_debounce() -> None:
         clock = FakeClock()
         operator = await started(cluster(), clock)
         debounce = operator.settings.debounce_seconds
-        assert IDLE_SETTLE_SECONDS < debounce
+        assert debounce > IDLE_SETTLE_SECONDS
         assert operator._quiet_seconds() == IDLE_SETTLE_SECONDS  # no pass yet
         operator._last_pass_end = clock.monotonic()
         clock.advance(debounce / 2)

@@ -71,6 +71,23 @@ def test_timing_that_cannot_work_is_refused(argv: tuple[str, ...], option: str) 
         cli.settings_from(parse(*argv))
 
 
+def test_feature_gates_reach_the_operators_model_of_the_release() -> None:
+    settings = cli.settings_from(parse("--kubernetes-version", "1.37", "--feature-gates",
+                                       "DRAWorkloadResourceClaims=true"))
+    assert settings.feature_gates == {"DRAWorkloadResourceClaims": True}
+    assert "DRAWorkloadResourceClaims" in Operator(settings, api=FakeApi()).reader.gates
+
+
+@pytest.mark.parametrize("argv", [
+    ("--feature-gates", "NoSuchGate=true"),
+    ("--kubernetes-version", "1.35", "--feature-gates", "DRAWorkloadResourceClaims=true"),
+    ("--feature-gates", "DRAWorkloadResourceClaims"),
+])
+def test_feature_gates_that_cannot_apply_are_refused(argv: tuple[str, ...]) -> None:
+    with pytest.raises(InvalidInput, match="--feature-gates"):
+        cli.settings_from(parse(*argv))
+
+
 @dataclass
 class Part:
     name: str
