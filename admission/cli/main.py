@@ -20,6 +20,7 @@ COMMANDS = (
     ("gaps", "admission.cli.gaps"),
     ("queues", "admission.cli.queues"),
     ("why", "admission.cli.why"),
+    ("topology", "admission.cli.topology"),
     ("webhook", "admission.cli.webhook"),
 )
 

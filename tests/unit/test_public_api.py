@@ -13,7 +13,7 @@ PUBLIC = {
         "INVALID_POOLS", "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
         "RequestExplanation", "Snapshot", "SnapshotInventory", "Status", "Usage", "allocation_to_manifest", "explain",
         "explain_best", "members_for", "place_gang", "pod_claims", "Domain", "DomainPlacement", "devices_needed",
-        "domains_used", "place_beside", "place_in_topology", "topology_domains"
+        "domains_used", "place_beside", "place_in_topology", "topology_domains", "DomainFigure", "domain_figures"
     ],
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "ChargeCorrection", "CycleInput", "CycleResult",
@@ -80,7 +80,8 @@ PUBLIC = {
         "with_required",
     ],
     "admission.core.views": [
-        "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"
+        "QueueReport", "QueueUsage", "TopologyReport", "UnitUsage", "Why", "group_of_pod", "queue_report",
+        "render_queues", "render_topology", "topology_report", "why"
     ],
     "admission.core.simulate": [
         "ClaimDevices", "DEFAULT_RUN_TIME", "Fate", "GpuProfile", "GroupOutcome", "Loaded", "NodeMaker", "NodesToAdd",

@@ -15,6 +15,7 @@ from admission.core.allocator.explain import Explanation, RequestExplanation, ex
 from admission.core.allocator.gang import GangMember, GangPlacement, KnownUnfit, members_for, place_gang, pod_claims
 from admission.core.allocator.inventory import NodeView, PoolView, SnapshotInventory
 from admission.core.allocator.results import allocation_to_manifest
+from admission.core.allocator.room import DomainFigure, domain_figures
 from admission.core.allocator.topology import (
     Domain,
     DomainPlacement,
@@ -32,6 +33,7 @@ __all__ = [
     "AllocationError",
     "Allocator",
     "Domain",
+    "DomainFigure",
     "DomainPlacement",
     "Explanation",
     "GangMember",
@@ -49,6 +51,7 @@ __all__ = [
     "Usage",
     "allocation_to_manifest",
     "devices_needed",
+    "domain_figures",
     "domains_used",
     "explain",
     "explain_best",
