@@ -13,7 +13,8 @@ PUBLIC = {
         "INVALID_POOLS", "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
         "RequestExplanation", "Snapshot", "SnapshotInventory", "Status", "Usage", "allocation_to_manifest", "explain",
         "explain_best", "members_for", "place_gang", "pod_claims", "Domain", "DomainPlacement", "devices_needed",
-        "domains_used", "place_beside", "place_in_topology", "topology_domains", "DomainFigure", "domain_figures"
+        "domains_used", "place_beside", "place_in_topology", "topology_domains", "DomainFigure", "domain_figures",
+        "levels_out_of_order"
     ],
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "ChargeCorrection", "CycleInput", "CycleResult",
