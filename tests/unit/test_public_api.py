@@ -89,7 +89,7 @@ PUBLIC = {
         "PROFILES", "Progress", "ProgressHook", "RUN_TIME_ANNOTATION", "SimulatedCluster", "SimulationResult",
         "SimulationSettings", "declared_run_times", "device_classes", "format_duration", "job_pods", "load", "merged",
         "node_manifest", "parse_duration", "plan_nodes", "render_table", "resource_slices", "run_time", "simulate",
-        "submit"
+        "submit", "DomainsToAdd", "plan_domains"
     ],
     "admission.core.cycle.preemption": [
         "Holding", "NoVictims", "PREEMPTED", "Preemptor", "SearchInput", "Victims", "candidates", "find_victims",
