@@ -6,8 +6,10 @@ devices plus theirs cover what the gang asks), the ordinary search (`find_victim
 alone: the members restricted to the domain's nodes (and, for a device attribute, to its devices), the
 candidates restricted to groups held wholly inside it. Of the domains where a set of victims admits the
 group, the one whose victims are cheapest wins: the lowest highest priority among them, then the fewest
-victims, then the fewest devices, then by value. At most `MAX_DOMAINS` domains are searched per preemptor,
-those with the most devices free or held by candidates first.
+victims, then the fewest devices, then by value. The domains are searched in order of a lower bound of
+that cost (the priority and the number of candidates their devices alone call for), and the search stops
+at the first domain whose bound exceeds the best found; at most `MAX_DOMAINS` domains are searched per
+preemptor.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ def find_victims_in_domain(preemptor: Preemptor, allowed: Sequence[Holding], dat
     domains = topology_domains(data.allocator, level)
     if not domains:
         return NoVictims(preemptor.group, preemptor.cluster_queue, f"no {level.name} exists")
-    need = devices_needed(data.members)
+    # A device several claims may share makes counting devices meaningless (as in placement).
+    need = 0 if any(d.shareable for d in domains) else devices_needed(data.members)
     inside = {d.value: [h for h in allowed if _inside(h, d, level)] for d in domains}
-    reach = {d.value: _free(d, data) + sum(h.devices for h in inside[d.value]) for d in domains}
+    free = {d.value: _free(d, data) for d in domains}
+    reach = {d.value: free[d.value] + sum(h.devices for h in inside[d.value]) for d in domains}
+    bound = {d.value: _least_cost(inside[d.value], need - free[d.value]) for d in domains}
     worth = sorted((d for d in domains if inside[d.value] and reach[d.value] >= need),
-                   key=lambda d: (-reach[d.value], d.value))[:MAX_DOMAINS]
+                   key=lambda d: (bound[d.value], -reach[d.value], d.value))[:MAX_DOMAINS]
     if not worth:
         return NoVictims(preemptor.group, preemptor.cluster_queue,
                          f"no {level.name} would have the {need} devices the gang needs after evicting the groups "
@@ -42,6 +47,8 @@ def find_victims_in_domain(preemptor: Preemptor, allowed: Sequence[Holding], dat
     tries = 0
     first_reason = ""
     for domain in worth:
+        if found and bound[domain.value] > _cost(min(found, key=lambda v: _cost(v, allowed)), allowed)[:2]:
+            break  # no domain left can need cheaper victims (the domains are in order of this bound)
         answer = find_victims(preemptor, inside[domain.value], _within(data, domain, level))
         tries += answer.placed_tries
         if isinstance(answer, Victims):
@@ -54,6 +61,25 @@ def find_victims_in_domain(preemptor: Preemptor, allowed: Sequence[Holding], dat
                          f"({len(worth)} searched; {first_reason})", tries)
     best = min(found, key=lambda v: _cost(v, allowed))
     return replace(best, placed_tries=tries)
+
+
+def _least_cost(inside: Sequence[Holding], deficit: int) -> tuple[int, int]:
+    """A lower bound of `_cost`'s first two figures for victims freeing `deficit` devices among `inside`: the
+    priority reached taking candidates by priority until they hold enough, and the fewest candidates that
+    hold enough."""
+    if deficit <= 0 or not inside:
+        return (min((h.priority for h in inside), default=0), 1)
+    held, priority = 0, 0
+    for holding in sorted(inside, key=lambda h: h.priority):
+        held, priority = held + holding.devices, holding.priority
+        if held >= deficit:
+            break
+    held, count = 0, 0
+    for holding in sorted(inside, key=lambda h: -h.devices):
+        held, count = held + holding.devices, count + 1
+        if held >= deficit:
+            break
+    return priority, count
 
 
 def _cost(victims: Victims, allowed: Sequence[Holding]) -> tuple[int, int, int, str]:
