@@ -8,10 +8,15 @@ priority 10 in the same ClusterQueue (withinClusterQueue LowerPriority, nominal 
 neither its quota nor the devices, and needs 32 whole nodes. The figure is `plan_preemptions` after the
 cycle: what each admitted group holds, the candidates in order, and the node-aware search.
 
+With `--racks N` the nodes are labelled into N racks (`example.com/rack`, a Topology `layout` with that
+one level on the queue), and the racks the victims are in are counted; with `--required` too, the gang
+requires one rack (`spec.topology: {required: rack}`): its victims are searched inside one rack at a time
+(at most 16 racks).
+
 Prints the median and the range of --repeat runs, the victims chosen, the gang placements the search ran,
 and the 1-minute load average.
 
-    .venv/bin/python bench/bench_preemption.py [--repeat N] [--seed N]
+    .venv/bin/python bench/bench_preemption.py [--repeat N] [--seed N] [--racks N [--required]]
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from admission.core.cycle import CycleInput, Wait, collect_groups, rebuild_state
 from admission.core.cycle.preemption import plan_preemptions
 from admission.core.features import gates_for
 from admission.core.labels import GATE, GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
-from admission.core.models import Pod, parse_objects
+from admission.core.models import Pod, Topology, TopologyLevel, parse_objects
 from admission.core.quota import (
     DraCel,
     LocalQueue,
@@ -46,6 +51,8 @@ NAMESPACE = "bench"
 GATES = gates_for("1.35")
 NODES, GPUS = 512, 8
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+RACK_LABEL = "example.com/rack"
+LAYOUT = Topology("layout", (TopologyLevel("rack", node_label=RACK_LABEL),))
 SHAPES = [(1, 1)] * 1196 + [(1, 2)] * 500 + [(1, 4)] * 254 + [(2, 4)] * 50  # (pods, GPUs each)
 
 
@@ -75,7 +82,8 @@ def running_group(group: str, placement: list[tuple[str, list[int]]], priority: 
             "apiVersion": "v1", "kind": "Pod", "status": {"phase": "Running"},
             "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels(group, len(placement)),
                          "creationTimestamp": stamp(admitted)},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
+            "spec": {"nodeName": node, "priority": priority,
+                     "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
                      "resourceClaims": [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]}})
     manifests.append(pod_group(group, len(placement), priority, {
         "phase": "Running", "clusterQueue": "main", "admittedAt": stamp(admitted),
@@ -84,12 +92,17 @@ def running_group(group: str, placement: list[tuple[str, list[int]]], priority: 
     return manifests
 
 
-def pod_group(group: str, size: int, priority: int, status: dict[str, Any]) -> dict[str, Any]:
+def pod_group(group: str, size: int, priority: int, status: dict[str, Any],
+              topology: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": size, "queue": "main", "priority": priority}
+    if topology:
+        spec["topology"] = topology
     return {"apiVersion": "draq.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": group, "namespace": NAMESPACE},
-            "spec": {"minMember": size, "queue": "main", "priority": priority}, "status": status}
+            "spec": spec, "status": status}
 
 
-def waiting_gang(group: str, size: int, gpus_each: int, priority: int) -> list[dict[str, Any]]:
+def waiting_gang(group: str, size: int, gpus_each: int, priority: int,
+                 topology: dict[str, str] | None = None) -> list[dict[str, Any]]:
     template = f"{group}-gpus"
     manifests: list[dict[str, Any]] = [{
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
@@ -101,14 +114,14 @@ def waiting_gang(group: str, size: int, gpus_each: int, priority: int) -> list[d
             "apiVersion": "v1", "kind": "Pod", "status": {"phase": "Pending"},
             "metadata": {"name": f"{group}-{i}", "namespace": NAMESPACE, "labels": labels(group, size),
                          "creationTimestamp": stamp(NOW)},
-            "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "4"}}}],
+            "spec": {"priority": priority, "containers": [{"name": "main", "resources": {"requests": {"cpu": "4"}}}],
                      "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
                      "schedulingGates": [{"name": GATE}]}})
-    manifests.append(pod_group(group, size, priority, {}))
+    manifests.append(pod_group(group, size, priority, {}, topology))
     return manifests
 
 
-def scenario(seed: int) -> CycleInput:
+def scenario(seed: int, racks: int = 0, required: bool = False) -> CycleInput:
     rng = random.Random(seed)
     free = {f"node-{n:05d}": list(range(GPUS)) for n in range(NODES)}
     order = list(free)
@@ -126,13 +139,19 @@ def scenario(seed: int) -> CycleInput:
         assert len(placement) == pods, "the cluster is too full for the shapes"
         admitted = NOW - dt.timedelta(seconds=rng.randrange(600, 86_400))
         objects += running_group(f"g{index:04d}", placement, rng.randrange(4), admitted)
-    objects += waiting_gang("big", 32, GPUS, 10)
-    cluster_queue = parse_cluster_queue({
-        "apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": "main"},
-        "spec": {"namespaceSelector": {}, "quotas": [{"unit": "gpus", "nominal": 3700}],
-                 "preemption": {"withinClusterQueue": "LowerPriority"}}})
-    models = parse_objects(cluster_manifests(NODES, GPUS, ("H100",), NODE_ALLOCATABLE)
-                           + [m for m in objects if m["kind"] != "PodGroup"])
+    objects += waiting_gang("big", 32, GPUS, 10, {"required": "rack"} if required else None)
+    spec: dict[str, Any] = {"namespaceSelector": {}, "quotas": [{"unit": "gpus", "nominal": 3700}],
+                            "preemption": {"withinClusterQueue": "LowerPriority"}}
+    if racks:
+        spec["topologyName"] = LAYOUT.name
+    cluster_queue = parse_cluster_queue({"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue",
+                                         "metadata": {"name": "main"}, "spec": spec})
+    nodes = cluster_manifests(NODES, GPUS, ("H100",), NODE_ALLOCATABLE)
+    for manifest in nodes:
+        if racks and manifest["kind"] == "Node":
+            index = int(manifest["metadata"]["name"].split("-")[1])
+            manifest["metadata"]["labels"][RACK_LABEL] = f"rack-{index // (NODES // racks):02d}"
+    models = parse_objects(nodes + [m for m in objects if m["kind"] != "PodGroup"])
     records = [parse_pod_group(m) for m in objects if m["kind"] == "PodGroup"]
     views = collect_groups([m for m in models if isinstance(m, Pod)], records)
     unit = compile_unit(parse_quota_unit({"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit",
@@ -140,15 +159,18 @@ def scenario(seed: int) -> CycleInput:
                                           "spec": {"devices": {"deviceClassNames": ["gpu"]}}}), DraCel())
     local = LocalQueue(NAMESPACE, "main", "main")
     return CycleInput(Snapshot.from_models(models), GATES, views, {local.key: local}, (unit,),
-                      rebuild_state([cluster_queue], views), device_selected, now=NOW)
+                      rebuild_state([cluster_queue], views), device_selected, now=NOW,
+                      topologies={LAYOUT.name: LAYOUT} if racks else {})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=20260301)
+    parser.add_argument("--racks", type=int, default=0, help="label the nodes into this many racks")
+    parser.add_argument("--required", action="store_true", help="the gang requires one rack (with --racks)")
     args = parser.parse_args()
-    cycle = scenario(args.seed)
+    cycle = scenario(args.seed, args.racks, args.required and args.racks > 0)
     result = run_cycle(cycle)
     wait = result.decision(f"{NAMESPACE}/big")
     assert isinstance(wait, Wait), wait
@@ -160,10 +182,17 @@ def main() -> None:
         timings.append((time.process_time() - start) * 1000)
     assert plan is not None and len(plan.preempts) == 1, plan and plan.waits
     [preempt] = plan.preempts
-    print(f"victim search for one gang of 32 pods x {GPUS} GPUs over {held} admitted groups on {NODES} nodes x "
+    where = (f", required: rack of {args.racks} racks" if args.required else f", {args.racks} racks, no topology "
+             "request") if args.racks else ""
+    rack_of = {name: node.labels.get(RACK_LABEL, "-") for name, node in cycle.snapshot.nodes.items()}
+    groups = {g.key: g for g in cycle.groups}
+    spread = {rack_of[p.node_name] for v in preempt.victims for p in groups[v].pods if p.node_name}
+    racks = f", victims in {len(spread)} rack(s), the gang planned in {len({rack_of[n] for n in preempt.nodes})}" \
+        if args.racks else ""
+    print(f"victim search for one gang of 32 pods x {GPUS} GPUs{where} over {held} admitted groups on {NODES} nodes x "
           f"{GPUS} GPUs (seed {args.seed}; it waited: {wait.reason}): median {statistics.median(timings):.1f} ms CPU "
           f"(range {min(timings):.1f}-{max(timings):.1f}; goal < 100 ms); {len(preempt.victims)} groups evicted "
-          f"on {len(preempt.nodes)} nodes, {plan.placed_tries} gang placements tried; "
+          f"on {len(preempt.nodes)} nodes{racks}, {plan.placed_tries} gang placements tried; "
           f"load {os.getloadavg()[0]:.2f}")
 
 

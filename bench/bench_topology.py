@@ -259,9 +259,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
+    print(f"seeds of the fragmentation streams: 0-{args.seeds - 1}")
     bench_gang(64, 18, 8, 16, RACK, args.repeat)
     bench_gang(64, 18, 8, 64, RACK, args.repeat)
     bench_gang(64, 18, 8, 64, BLOCK, args.repeat)
+    bench_gang(16, 72, 8, 64, RACK, args.repeat)  # the same 1,152 nodes in racks a 64-pod gang fits
     bench_cycle(200, 64, 18, 8, max(3, args.repeat // 3))
     bench_cycle(200, 64, 18, 8, max(3, args.repeat // 3), topology=False)
     bench_fragmentation(16, 18, 8, 300, args.seeds)

@@ -245,6 +245,17 @@ def devices() -> dashboard.Dashboard:
         .with_panel(listing(layout, "Gap sizes", "Total size of the gaps of each kind, per measure (a QuotaUnit "
                             "or a resource name), in that measure's base amount.", "draq_accounting_gap_size",
                             width=12))
+        .with_row(section(layout, "Topology domains"))
+        .with_panel(bars(layout, "Largest gang each domain can still take", "Whole-node pods (of the level's "
+                         "largest node, draq_topology_level_pod_devices devices each) the domain's free devices "
+                         "can still hold, one per node (docs/topology.md).", "short",
+                         "draq_topology_domain_largest_gang_pods", "{{topology}} {{level}} {{domain}}"))
+        .with_panel(bars(layout, "Stranded free devices per domain", "Free devices of the domain that no "
+                         "whole-node pod can use: its fragmentation.", "short",
+                         "draq_topology_domain_stranded_devices", "{{topology}} {{level}} {{domain}}"))
+        .with_panel(series(layout, "Free devices per domain", "Devices of each domain neither allocated nor "
+                           "promised to an admitted group.", "short",
+                           query("draq_topology_domain_free_devices", "{{topology}} {{level}} {{domain}}")))
     )
 
 

@@ -202,7 +202,10 @@ class Names:
 
 
 def queues(control_plane: ControlPlane, n: Names, namespace: str) -> None:
-    """Two ClusterQueues of 8 GPUs in one cohort, a LocalQueue for each in `namespace`."""
+    """Two ClusterQueues of 8 GPUs in one cohort, a LocalQueue for each in `namespace`, and a Topology whose
+    one level is the node (so that every node is a domain of the per-domain figures)."""
+    apply(control_plane, {"apiVersion": "draq.io/v1alpha1", "kind": "Topology", "metadata": {"name": n.layout},
+                          "spec": {"levels": [{"name": "node", "nodeLabel": "kubernetes.io/hostname"}]}})
     unit = {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": n.gpus},
             "spec": {"devices": {"deviceClassNames": [GPU_CLASS]}}}
     cluster_queues = [{"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": name},
@@ -381,6 +384,11 @@ def test_queue_figures_and_the_gpu_join_have_the_workloads_numbers(stack: Stack)
     held = dashboards.concrete(f"count by (cluster_queue) ({dashboards.per_queue('DCGM_FI_DEV_GPU_UTIL')})")
     joined = at(held)
     assert joined[n.cq_a] == 4 and joined[n.cq_b] == 12  # every allocated GPU found its telemetry
+    domains = {r["metric"]["domain"]: float(r["value"][1])
+               for r in prometheus.query(f'draq_topology_domain_devices{{topology="{n.layout}"}}')}
+    assert {n.m_a, n.m_b, n.m_c} <= set(domains) and all(count > 0 for count in domains.values())
+    free = prometheus.value(f'sum(draq_topology_domain_free_devices{{topology="{n.layout}"}})')
+    assert free is not None and free <= sum(domains.values()) - 16  # the 16 GPUs the queues hold are not free
     assert (prometheus.value('sum(draq_webhook_denials_total{webhook="validate", kind="Pod", '
                              'operation="CREATE"})') or 0) >= 1
 

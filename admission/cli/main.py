@@ -21,6 +21,7 @@ COMMANDS = (
     ("queues", "admission.cli.queues"),
     ("why", "admission.cli.why"),
     ("doctor", "admission.cli.doctor"),
+    ("topology", "admission.cli.topology"),
     ("webhook", "admission.cli.webhook"),
 )
 

@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from admission.core.simulate import (
     DEFAULT_RUN_TIME,
     PROFILES,
     RUN_TIME_ANNOTATION,
+    DomainsToAdd,
     Fate,
     GpuProfile,
     Loaded,
@@ -38,12 +40,15 @@ from admission.core.simulate import (
     merged,
     node_manifest,
     parse_duration,
+    plan_domains,
     plan_nodes,
     render_table,
     resource_slices,
     simulate,
 )
+from admission.kube import kinds
 from admission.kube.client import KubeApi, load_credentials
+from admission.kube.listing import list_objects
 
 HELP = "what would draq admit, when and where; and which nodes to add for the groups that wait (simulation)"
 EXIT_NOT_ADMITTED = 1
@@ -79,7 +84,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      "queue drains or nothing changes)")
     run.add_argument("--start", metavar="TIME", help="the snapshot's time, RFC 3339 (default: now)")
     run.add_argument("--plan-nodes", metavar="PROFILE[,PROFILE...]",
-                     help="find the fewest nodes of these profiles to add so that the waiting groups are admitted")
+                     help="find the fewest nodes of these profiles to add so that the waiting groups are admitted "
+                     "(whole domains of a topology level, of the first profile, when the groups ask for one)")
     run.add_argument("--plan-for", action="append", default=[], metavar="GROUP",
                      help="plan for these groups only (namespace/name; repeatable; default: every waiting group)")
     run.add_argument("--plan-within", default="0s", metavar="DURATION",
@@ -101,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     settings = SimulationSettings(gates, start, parse_duration(args.run_time, "--run-time"), loaded.run_times,
                                   horizon=parse_duration(args.horizon, "--horizon") if args.horizon else None)
     progress = _ProgressLine(quiet=args.quiet)
-    plan: NodesToAdd | None = None
+    plan: NodesToAdd | DomainsToAdd | None = None
     if args.plan_nodes:
         names = [p.strip() for p in args.plan_nodes.split(",") if p.strip()]
         for name in names:
@@ -109,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
         targets = [_group(g, args.default_namespace) for g in args.plan_for] or None
         cluster = _with_classes(loaded.cluster, args.partitions)
         within = parse_duration(args.plan_within, "--plan-within") or 0.0
-        plan = plan_nodes(cluster, settings, names, _maker(args.partitions, "planned"), targets, within,
-                          progress)
+        maker = _maker(args.partitions, "planned")
+        plan = plan_domains(cluster, settings, names, maker, targets, within, progress) or \
+            plan_nodes(cluster, settings, names, maker, targets, within, progress)
         result = plan.result
     else:
         result = simulate(loaded.cluster, settings, progress)
@@ -142,7 +149,11 @@ def _snapshot(args: argparse.Namespace) -> tuple[Loaded, FeatureGates]:
 
 async def _listing(kubeconfig: Path | None, context: str | None) -> Listing:
     async with KubeApi(load_credentials(kubeconfig, context)) as api:
-        return await read_cluster(api)
+        listing = await read_cluster(api)
+        topologies = await list_objects(api, kinds.TOPOLOGIES)
+        if topologies is None:
+            return replace(listing, missing=[*listing.missing, "topologies.draq.io"])
+        return replace(listing, manifests=[*listing.manifests, *topologies])
 
 
 def _changed(loaded: Loaded, args: argparse.Namespace, gates: FeatureGates, start: dt.datetime) -> Loaded:
@@ -231,7 +242,8 @@ def _start(text: str | None) -> dt.datetime:
 
 
 # ----- output -------------------------------------------------------------------------------------------
-def _print(result: SimulationResult, plan: NodesToAdd | None, notes: Sequence[str], args: argparse.Namespace) -> None:
+def _print(result: SimulationResult, plan: NodesToAdd | DomainsToAdd | None, notes: Sequence[str],
+           args: argparse.Namespace) -> None:
     if args.output == "json":
         document: dict[str, Any] = {"simulation": result.to_dict(), "notes": list(notes)}
         if plan is not None:

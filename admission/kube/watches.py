@@ -23,9 +23,10 @@ R = TypeVar("R", bound=Reflector)
 
 SHARED: tuple[Resource, ...] = (
     kinds.NAMESPACES, kinds.DEVICE_CLASSES, kinds.CLUSTER_QUEUES, kinds.LOCAL_QUEUES, kinds.QUOTA_UNITS,
+    kinds.TOPOLOGIES,
 )
 """Read by both the operator and the webhooks: namespaces (the webhooks: their labels), DeviceClasses, and
-draq's queues and quota units. Each cache lists and watches them, keeping what it reads."""
+draq's queues, quota units and Topologies. Each cache lists and watches them, keeping what it reads."""
 
 
 def table(resources: Iterable[Resource], projections: Mapping[str, Projection] | None = None,

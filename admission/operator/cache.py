@@ -74,7 +74,7 @@ def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 OPERATOR_RESOURCES: tuple[Watch, ...] = table(
     (kinds.NODES, kinds.PODS, *SHARED, kinds.RESOURCE_SLICES, kinds.DEVICE_TAINT_RULES, kinds.RESOURCE_CLAIMS,
-     kinds.CLAIM_TEMPLATES, kinds.POD_GROUPS, kinds.TOPOLOGIES, kinds.RESOURCE_QUOTAS),
+     kinds.CLAIM_TEMPLATES, kinds.POD_GROUPS, kinds.RESOURCE_QUOTAS),
     {"Pod": _pod})
 """Whole objects (less managedFields), but for pods (`_pod`)."""
 

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from admission.core.allocator import DomainFigure, domain_figures
 from admission.core.cycle import STEPS, Admit, CycleResult, GroupView
 from admission.core.gaps import GapInput, find_gaps
 from admission.core.telemetry import (
@@ -77,6 +78,7 @@ class ClusterFigures:
     groups: GroupFigures = field(default_factory=lambda: GroupFigures({}, {}))
     published: Mapping[tuple[str, str], int] = field(default_factory=dict)
     allocated: tuple[AllocatedDevice, ...] = ()
+    domains: tuple[DomainFigure, ...] = ()
 
 
 def cluster_figures(reading: Reading, result: CycleResult) -> ClusterFigures:
@@ -88,7 +90,8 @@ def cluster_figures(reading: Reading, result: CycleResult) -> ClusterFigures:
         local_units=local_queue_figures(result.state, cycle.local_queues),
         groups=group_figures(cycle.groups, result.decisions, cycle.local_queues, queue_names),
         published=published_devices(cycle.snapshot),
-        allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)))
+        allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)),
+        domains=domain_figures(cycle.snapshot, cycle.gates, cycle.topologies.values(), result.usage))
 
 
 class OperatorMetrics:
@@ -180,6 +183,7 @@ class _FiguresCollector(Collector):
         yield from local_queue_families(figures.local_units)
         yield from group_families(figures.groups)
         yield from device_families(figures.published, figures.allocated)
+        yield from domain_families(figures.domains)
         if self._metrics.gap_figures is not None:
             yield from gap_families(self._metrics.gap_figures)
 
@@ -263,6 +267,32 @@ def device_families(published: Mapping[tuple[str, str], int],
         info.add_metric([row.node, row.driver, row.pool, row.device, row.uuid, row.namespace, row.claim, row.pod,
                          row.cluster_queue, row.local_queue], 1)
     yield info
+
+
+DOMAIN_FIGURES: tuple[tuple[str, str, Callable[[DomainFigure], int]], ...] = (
+    ("devices", "Devices in the domain", lambda f: f.devices),
+    ("free_devices", "Devices of the domain free (neither allocated nor promised to an admitted group)",
+     lambda f: f.free),
+    ("largest_gang_pods", "The largest gang the domain can still take, in whole-node pods of the level "
+     "(draq_topology_level_pod_devices devices each, one per node)", lambda f: f.largest_gang),
+    ("stranded_devices", "Free devices of the domain no whole-node pod can use (its fragmentation)",
+     lambda f: f.stranded),
+)
+
+
+def domain_families(domains: Iterable[DomainFigure]) -> Iterator[Metric]:
+    domains = list(domains)
+    for name, text, value in DOMAIN_FIGURES:
+        family = GaugeMetricFamily(f"draq_topology_domain_{name}", f"{text}, per Topology, level and domain (at "
+                                   "most 512 domains per level).", labels=["topology", "level", "domain"])
+        for figure in domains:
+            family.add_metric([figure.topology, figure.level, figure.domain], value(figure))
+        yield family
+    pods = GaugeMetricFamily("draq_topology_level_pod_devices", "Devices of one whole-node pod of a level: the "
+                             "most devices one node gives a domain of it.", labels=["topology", "level"])
+    for key, size in sorted({(f.topology, f.level): f.pod_devices for f in domains}.items()):
+        pods.add_metric(list(key), size)
+    yield pods
 
 
 def gap_families(gaps: GapFigures) -> Iterator[Metric]:

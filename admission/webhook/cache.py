@@ -66,9 +66,9 @@ WEBHOOK_RESOURCES: tuple[Watch, ...] = table(
     (*SHARED, kinds.POD_GROUPS),
     {"Namespace": _metadata_only, "LocalQueue": _pending_count, "PodGroup": _pod_group_phase},
     default=lambda resource: _with_spec)
-"""What the operator reads too (`SHARED`), kept as metadata and spec (namespaces: metadata), and PodGroups'
-queues and phases (for the cap on pending groups). The enabled workload kinds are watched too
-(`owner_watches`)."""
+"""What the operator reads too (`SHARED`, Topologies included: a pod's topology level is checked), kept as
+metadata and spec (namespaces: metadata), and PodGroups' queues and phases (for the cap on pending groups).
+The enabled workload kinds are watched too (`owner_watches`)."""
 
 OWNER_RESOURCES = {resource.kind: resource for resource in (kinds.DAEMON_SETS, kinds.STATEFUL_SETS,
                                                              kinds.REPLICA_SETS, kinds.JOBS)}
@@ -103,6 +103,9 @@ class _Stores:
 
     def quota_unit(self, name: str) -> JsonObject | None:
         return self._get("QuotaUnit", "", name)
+
+    def topology(self, name: str) -> JsonObject | None:
+        return self._get("Topology", "", name)
 
     def owner(self, kind: str, namespace: str, name: str) -> JsonObject | None:
         return self._get(kind, namespace, name)

@@ -13,7 +13,8 @@ PUBLIC = {
         "INVALID_POOLS", "KnownUnfit", "MissingDeviceClass", "NodeAllocationError", "NodeView", "Outcome", "PoolView",
         "RequestExplanation", "Snapshot", "SnapshotInventory", "Status", "Usage", "allocation_to_manifest", "explain",
         "explain_best", "members_for", "place_gang", "pod_claims", "Domain", "DomainPlacement", "devices_needed",
-        "domains_used", "place_beside", "place_in_topology", "topology_domains"
+        "domains_used", "place_beside", "place_in_topology", "topology_domains", "DomainFigure", "domain_figures",
+        "levels_out_of_order"
     ],
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "Changes", "ChargeCorrection", "CycleInput",
@@ -90,14 +91,15 @@ PUBLIC = {
         "Right", "ServiceHealth", "diagnose", "last_cycle_from_metrics", "render_report", "service_of",
     ],
     "admission.core.views": [
-        "QueueReport", "QueueUsage", "UnitUsage", "Why", "group_of_pod", "queue_report", "render_queues", "why"
+        "QueueReport", "QueueUsage", "TopologyReport", "UnitUsage", "Why", "group_of_pod", "queue_report",
+        "render_queues", "render_topology", "topology_report", "why"
     ],
     "admission.core.simulate": [
         "ClaimDevices", "DEFAULT_RUN_TIME", "Fate", "GpuProfile", "GroupOutcome", "Loaded", "NodeMaker", "NodesToAdd",
         "PROFILES", "Progress", "ProgressHook", "RUN_TIME_ANNOTATION", "SimulatedCluster", "SimulationResult",
         "SimulationSettings", "declared_run_times", "device_classes", "format_duration", "job_pods", "load", "merged",
         "node_manifest", "parse_duration", "plan_nodes", "render_table", "resource_slices", "run_time", "simulate",
-        "submit"
+        "submit", "DomainsToAdd", "plan_domains"
     ],
     "admission.core.cycle.preemption": [
         "Holding", "NoVictims", "PREEMPTED", "Preemptor", "SearchInput", "Victims", "candidates", "find_victims",

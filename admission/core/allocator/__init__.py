@@ -15,11 +15,13 @@ from admission.core.allocator.explain import Explanation, RequestExplanation, ex
 from admission.core.allocator.gang import GangMember, GangPlacement, KnownUnfit, members_for, place_gang, pod_claims
 from admission.core.allocator.inventory import NodeView, PoolView, SnapshotInventory
 from admission.core.allocator.results import allocation_to_manifest
+from admission.core.allocator.room import DomainFigure, domain_figures
 from admission.core.allocator.topology import (
     Domain,
     DomainPlacement,
     devices_needed,
     domains_used,
+    levels_out_of_order,
     place_beside,
     place_in_topology,
     topology_domains,
@@ -32,6 +34,7 @@ __all__ = [
     "AllocationError",
     "Allocator",
     "Domain",
+    "DomainFigure",
     "DomainPlacement",
     "Explanation",
     "GangMember",
@@ -49,9 +52,11 @@ __all__ = [
     "Usage",
     "allocation_to_manifest",
     "devices_needed",
+    "domain_figures",
     "domains_used",
     "explain",
     "explain_best",
+    "levels_out_of_order",
     "members_for",
     "place_beside",
     "place_gang",

@@ -19,13 +19,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, pairwise
 from math import comb
 
-from admission.core.allocator.api import Allocator
+from admission.core.allocator.api import Allocator, Snapshot
 from admission.core.allocator.gang import GangMember, GangPlacement, KnownUnfit, place_gang
 from admission.core.allocator.usage import Usage
-from admission.core.models import EXACT_COUNT, DeviceRequest, TopologyLevel, TopologyMode
+from admission.core.models import EXACT_COUNT, DeviceRequest, Topology, TopologyLevel, TopologyMode
 from admission.core.nodefit import NodeUsage
 
 EXACT_SETS = 64  # sets of k domains tried one by one when there are at most this many
@@ -322,3 +322,31 @@ def domains_used(allocator: Allocator, level: TopologyLevel, placed: GangPlaceme
     used = {of_device[r.device_id] for a in placed.allocations.values() for r in a.results
             if r.device_id in of_device}
     return tuple(sorted(used))
+
+
+def levels_out_of_order(snapshot: Snapshot, topology: Topology) -> str:
+    """Why the Topology's node-label levels are not nested, broadest first, as the nodes' labels show (each
+    domain of a level inside one domain of the node-label level before it); "" when they are, or when the
+    nodes cannot tell (device-attribute levels are not checked)."""
+    key = ("topology-order", topology)
+    found: str = snapshot.inventory.derived(key, lambda: _nesting_problem(snapshot, topology))
+    return found
+
+
+def _nesting_problem(snapshot: Snapshot, topology: Topology) -> str:
+    labelled = [level for level in topology.levels if level.node_label is not None]
+    for outer, inner in pairwise(labelled):
+        assert outer.node_label is not None and inner.node_label is not None
+        within: dict[str, set[str]] = {}
+        for node in snapshot.nodes.values():
+            value, around = node.labels.get(inner.node_label), node.labels.get(outer.node_label)
+            if value is not None and around is not None:
+                within.setdefault(value, set()).add(around)
+        for value, outers in sorted(within.items()):
+            if len(outers) > 1:
+                first, second = sorted(outers)[:2]
+                return (f"Topology {topology.name} lists its levels out of order: {inner.name} {value} spans "
+                        f"{outer.name} {first} and {outer.name} {second} (nodes labelled {inner.node_label}={value}"
+                        f"), but level {outer.name} comes before {inner.name}, so each {inner.name} must lie "
+                        f"inside one {outer.name}; list the levels broadest first")
+    return ""

@@ -18,6 +18,7 @@ from admission.core.allocator import (
     GangPlacement,
     KnownUnfit,
     Usage,
+    levels_out_of_order,
     place_beside,
     place_gang,
     place_in_topology,
@@ -51,6 +52,9 @@ def topology_level(group: GroupView, cluster_queue: str, cycle: CycleInput) -> T
         levels = ", ".join(lv.name for lv in topology.levels)
         return Wait(group.key, WaitReason.NEVER_FITS, f"{asks}, but Topology {topology.name} (of ClusterQueue "
                     f"{cluster_queue}) has no level {request.level!r}; its levels: {levels}", cluster_queue)
+    disorder = levels_out_of_order(cycle.snapshot, topology)
+    if disorder:
+        return Wait(group.key, WaitReason.NEVER_FITS, f"{asks}, but {disorder}", cluster_queue)
     return level
 
 

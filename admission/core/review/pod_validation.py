@@ -23,6 +23,7 @@ from admission.core.review.pending_cap import under_pending_cap
 from admission.core.review.pod_mutation import maybe_stale_namespace
 from admission.core.review.queue_choice import PodRoute, QueueChoice, namespace_is_managed, pod_route
 from admission.core.review.readers import gates_of, labels_of, mapping
+from admission.core.review.topology_check import topology_level_known
 
 
 def validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
@@ -46,6 +47,7 @@ def validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPoli
     return _first_denial(
         lambda: _queue_exists(request, queue, lookups),
         lambda: _group_min_valid(request),
+        lambda: topology_level_known(request, queue, lookups),
         lambda: _not_bound_directly(request, queue),
         lambda: _gated(request, queue),
         lambda: under_pending_cap(request, queue, lookups, policy),

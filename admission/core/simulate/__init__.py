@@ -1,5 +1,6 @@
 """What-if admission: the operator's admission cycle run repeatedly on a simulated cluster (`simulate`),
-and the smallest set of added nodes that lets waiting groups run (`plan_nodes`).
+and the smallest set of added nodes that lets waiting groups run (`plan_nodes`; whole domains of a topology
+level when the groups ask for one, `plan_domains`).
 
 Pure: objects in, outcomes out; the clock is the snapshot's start time, passed in. `SimulatedCluster`
 holds the simulated cluster's objects (each cycle's `CycleInput` is built from it), `submit` turns Jobs
@@ -10,6 +11,7 @@ parses manifests (files or a live listing) into a `SimulatedCluster` and `merged
 
 from admission.core.labels import RUN_TIME_ANNOTATION
 from admission.core.simulate.cluster import SimulatedCluster
+from admission.core.simulate.domains import DomainsToAdd, plan_domains
 from admission.core.simulate.engine import (
     DEFAULT_RUN_TIME,
     Progress,
@@ -35,6 +37,7 @@ __all__ = [
     "PROFILES",
     "RUN_TIME_ANNOTATION",
     "ClaimDevices",
+    "DomainsToAdd",
     "Fate",
     "GpuProfile",
     "GroupOutcome",
@@ -54,6 +57,7 @@ __all__ = [
     "merged",
     "node_manifest",
     "parse_duration",
+    "plan_domains",
     "plan_nodes",
     "render_table",
     "resource_slices",

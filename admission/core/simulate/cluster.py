@@ -31,7 +31,7 @@ from admission.core.cycle.timing import format_time
 from admission.core.errors import InvalidInput
 from admission.core.features import FeatureGates
 from admission.core.labels import GATE, GROUP_LABEL
-from admission.core.models import Model, Node, Pod, ResourceClaim, ResourceSlice
+from admission.core.models import Model, Node, Pod, ResourceClaim, ResourceSlice, Topology
 from admission.core.quantity import QuantityError, parse_quantity
 from admission.core.quota import (
     ClusterQueue,
@@ -57,6 +57,7 @@ class SimulatedCluster:
     local_queues: Mapping[str, LocalQueue] = field(default_factory=dict)
     units: tuple[CompiledUnit, ...] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
+    topologies: Mapping[str, Topology] = field(default_factory=dict)  # by name
 
     @property
     def pods(self) -> tuple[Pod, ...]:
@@ -73,7 +74,8 @@ class SimulatedCluster:
         """The cycle's input, as the operator's reader would build it from this cluster."""
         groups = self.groups()
         return cycle_input(Snapshot.from_models(self.models), gates, groups, rebuild_state(self.cluster_queues, groups),
-                           self.local_queues, self.units, namespace_labels=self.namespace_labels, now=now)
+                           self.local_queues, self.units, namespace_labels=self.namespace_labels, now=now,
+                           topologies=self.topologies)
 
     # ----- what the operator's admissions and the groups' ends do --------------------------------------
     def admitted(self, group: GroupView, admit: Admit, now: dt.datetime) -> SimulatedCluster:

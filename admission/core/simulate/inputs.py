@@ -15,7 +15,7 @@ from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import FeatureGates
 from admission.core.gaps import read_objects
 from admission.core.labels import API_VERSION
-from admission.core.models import Model, Namespace, is_supported, parse_object
+from admission.core.models import Model, Namespace, Topology, is_supported, parse_object, parse_topology
 from admission.core.simulate.cluster import SimulatedCluster
 from admission.core.simulate.workloads import declared_run_times, submit
 
@@ -71,8 +71,11 @@ def load(manifests: Iterable[Any], gates: FeatureGates, *, default_namespace: st
     created = {f"{m['metadata'].get('namespace') or default_namespace}/{m['metadata'].get('name')}":
                str(m["metadata"].get("creationTimestamp") or "") for m in items
                if m.get("kind") == "PodGroup" and isinstance(m.get("metadata"), Mapping)}
+    topologies, left_out = _topologies(items, strict)
+    notes += left_out
     cluster = SimulatedCluster(tuple(models), parsed.pod_groups, created, parsed.cluster_queues,
-                               dict(parsed.local_queues), parsed.units, {**labels, **parsed.namespace_labels} or None)
+                               dict(parsed.local_queues), parsed.units, {**labels, **parsed.namespace_labels} or None,
+                               topologies)
     return Loaded(cluster, declared_run_times(items, default_namespace), tuple(notes))
 
 
@@ -84,8 +87,28 @@ def merged(base: Loaded, added: Loaded) -> Loaded:
     units = {u.name: u for u in (*a.units, *b.units)}
     cluster = replace(cluster, cluster_queues=tuple(queues.values()), local_queues={**a.local_queues, **b.local_queues},
                     units=tuple(units.values()),
-                    namespace_labels={**(a.namespace_labels or {}), **(b.namespace_labels or {})} or None)
+                    namespace_labels={**(a.namespace_labels or {}), **(b.namespace_labels or {})} or None,
+                    topologies={**a.topologies, **b.topologies})
     return Loaded(cluster, {**base.run_times, **added.run_times}, (*base.notes, *added.notes))
+
+
+def _topologies(items: Iterable[Mapping[str, Any]], strict: bool) -> tuple[dict[str, Topology], list[str]]:
+    """The Topologies among the manifests, by name; one that does not parse is an error (`strict`) or left
+    out with a note (its groups then wait as in the cluster, their queue's Topology invalid)."""
+    found: dict[str, Topology] = {}
+    notes: list[str] = []
+    for manifest in items:
+        if (manifest.get("apiVersion"), manifest.get("kind")) != (API_VERSION, "Topology"):
+            continue
+        try:
+            topology = parse_topology(manifest)
+        except DraqError as err:
+            if strict:
+                raise
+            notes.append(f"left out: {err}")
+            continue
+        found[topology.name] = topology
+    return found, notes
 
 
 def _flattened(manifests: Iterable[Any]) -> Iterable[Mapping[str, Any]]:

@@ -72,6 +72,9 @@ class _Lookups:
     def quota_unit(self, name: str) -> JsonObject | None:
         return None
 
+    def topology(self, name: str) -> JsonObject | None:
+        return None
+
     def quota_units(self) -> Iterable[JsonObject]:
         return ()
 

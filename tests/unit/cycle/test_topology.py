@@ -261,3 +261,19 @@ def test_a_late_member_waits_when_its_groups_rack_is_full() -> None:
     result = run(late_objects(racks), pod_groups=(group_record("t", 2, status=ADMITTED_IN_B),))
     [wait] = [d for d in result.decisions if isinstance(d, LateWait)]
     assert "fit on no node now: inside rack b of the group's plan: pod team/t-1 fits on no node" in wait.message
+
+
+def test_levels_out_of_order_make_the_groups_that_ask_wait_never_admissible() -> None:
+    # Rack a spans blocks x and y, though block comes before rack in the Topology.
+    objects = [*rack_node("a-0", "a"), *rack_node("a-1", "a"), *rack_node("b-0", "b")]
+    for manifest, block in zip([o for o in objects if o["kind"] == "Node"], ("x", "y", "y"), strict=True):
+        manifest["metadata"]["labels"]["example.com/block"] = block
+    asking = annotated(gang("g", 1, 4, created="2025-01-01T00:00:00Z"), TOPOLOGY_REQUIRED_ANNOTATION, "rack")
+    result = run([*objects, *asking, *gang("plain", 1, 4, created="2025-01-01T00:00:01Z")])
+    wait = waiting(result, "g")
+    assert wait.reason is WaitReason.NEVER_FITS
+    assert ("Topology layout lists its levels out of order: rack a spans block x and block y (nodes labelled "
+            "example.com/rack=a), but level block comes before rack") in wait.message
+    admitted(result, "plain")  # a group that asks for no level is not affected
+    nested = run([*rack_node("a-0", "a"), *rack_node("b-0", "b"), *asking])
+    admitted(nested, "g")  # without block labels the nodes cannot tell: nothing is out of order

@@ -18,6 +18,7 @@ from admission.operator import metrics as metrics_module
 from admission.operator.health import LoopHealth, operator_checks
 from admission.operator.metrics import ClusterFigures, OperatorMetrics
 from admission.operator.reading import Reading
+from tests.support.builders import draq_object
 from tests.support.clock import FakeClock
 from tests.support.fake_api import FakeApi
 from tests.unit.cycle.cycle_builders import NS
@@ -187,3 +188,27 @@ def test_the_cluster_figures_keep_to_their_time_budget_on_the_injected_clock(
     clock.advance(0.2)
     metrics._update_figures(reading, result)
     assert computed == [0.0, pytest.approx(2.3)]
+
+
+def test_each_topology_domain_exports_its_free_devices_and_largest_gang() -> None:
+    async def go() -> None:
+        api = cluster(gpus=8)
+        hosts = {"name": "host", "nodeLabel": "kubernetes.io/hostname"}
+        api.add(draq_object("Topology", "layout", {"levels": [hosts]}))
+        submit(api, "train", 1, 3)
+        registry = CollectorRegistry()
+        operator = await operator_on(api, registry)
+        await operator.reconcile()
+        labels = {"topology": "layout", "level": "host"}
+        free = {n: value(registry, "draq_topology_domain_free_devices", domain=n, **labels)
+                for n in ("node-0", "node-1")}
+        # The admitted group's three promised GPUs are taken on one node: one GPU is left there, stranded.
+        assert sorted(free.values()) == [1, 4]
+        busy = min(free, key=lambda n: free[n] or 0)
+        assert value(registry, "draq_topology_domain_largest_gang_pods", domain=busy, **labels) == 0
+        assert value(registry, "draq_topology_domain_stranded_devices", domain=busy, **labels) == 1
+        assert value(registry, "draq_topology_domain_devices", domain=busy, **labels) == 4
+        assert value(registry, "draq_topology_level_pod_devices", **labels) == 4
+        await operator.cache.stop()
+
+    asyncio.run(go())

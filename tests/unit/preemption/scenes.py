@@ -4,7 +4,7 @@ their devices, gangs waiting, and the cycle and preemption plan over them."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from admission.core.cycle.preemption import (
     nodes_after,
     plan_preemptions,
 )
+from admission.core.models import Topology
 from admission.core.quota import (
     ChargeResult,
     ClusterQueue,
@@ -61,8 +62,10 @@ def stamp(minutes_ago: float) -> str:
 
 def queue(name: str, gpus: int, *, cohort: str | None = None, within: str = "Never", reclaim: str = "Never",
           borrow: str = "Never", minimum: int = 0, weight: str | None = None, borrowing: int | None = None,
-          lending: int | None = None) -> ClusterQueue:
+          lending: int | None = None, topology: str | None = None) -> ClusterQueue:
     manifest = cluster_queue(name, quota("gpus", gpus, borrowing=borrowing, lending=lending), cohort=cohort)
+    if topology is not None:
+        manifest["spec"]["topologyName"] = topology
     manifest["spec"]["preemption"] = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim,
                                       "borrowWithinCohort": borrow, "minimumRunSeconds": minimum}
     if weight is not None:
@@ -79,10 +82,17 @@ class Scene:
     queues: list[ClusterQueue] = field(default_factory=list)
     local: dict[str, LocalQueue] = field(default_factory=dict)
     gpus_taken: dict[str, int] = field(default_factory=dict)  # per node, GPUs given to running groups
+    topologies: dict[str, Topology] = field(default_factory=dict)
 
-    def nodes(self, names: Iterable[str], gpus: int = 8) -> Scene:
+    def nodes(self, names: Iterable[str], gpus: int = 8, labels: Mapping[str, str] | None = None) -> Scene:
         for name in names:
-            self.objects.extend(gpu_node(name, gpus))
+            manifests = gpu_node(name, gpus)
+            manifests[0]["metadata"]["labels"].update(labels or {})
+            self.objects.extend(manifests)
+        return self
+
+    def topology(self, topology: Topology) -> Scene:
+        self.topologies[topology.name] = topology
         return self
 
     def cluster_queue(self, cq: ClusterQueue) -> Scene:
@@ -115,16 +125,22 @@ class Scene:
                                             status=status)))
         return self
 
-    def waiting(self, group: str, cq: str, size: int, gpus_each: int, *, priority: int = 0) -> Scene:
+    def waiting(self, group: str, cq: str, size: int, gpus_each: int, *, priority: int = 0,
+                topology: Mapping[str, str] | None = None) -> Scene:
+        """A gang of `size` gated pods; `topology`: its PodGroup's spec.topology (`{"required": "rack"}`)."""
         self.objects.extend(gang(group, size, gpus_each, queue=f"lq-{cq}", priority=priority))
-        self.records.append(model(pod_group(group, size, f"lq-{cq}", namespace=NS, priority=priority, status={})))
+        record = pod_group(group, size, f"lq-{cq}", namespace=NS, priority=priority, status={})
+        if topology:
+            record["spec"]["topology"] = dict(topology)
+        self.records.append(model(record))
         return self
 
     def cycle_input(self, now: dt.datetime = NOW) -> CycleInput:
         snapshot = Snapshot.from_models(models(GPU_CLASS, *self.objects))
         groups = groups_of(self.objects, self.records)
         return CycleInput(snapshot, GATES, groups, dict(self.local), gpu_units(),
-                          rebuild_state(self.queues, groups), device_selected, now=now)
+                          rebuild_state(self.queues, groups), device_selected, now=now,
+                          topologies=dict(self.topologies))
 
     def run(self, now: dt.datetime = NOW) -> tuple[CycleInput, CycleResult, Preemptions]:
         cycle = self.cycle_input(now)

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from admission.cli.main import main
+from admission.core.simulate import PROFILES, node_manifest, resource_slices
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "examples" / "demo"
@@ -54,3 +56,40 @@ def test_a_removed_node_is_gone_with_its_devices(capsys: pytest.CaptureFixture[s
     document = json.loads(capsys.readouterr().out)
     groups = {g["group"]: g for g in document["simulation"]["groups"]}
     assert groups["research/llm-finetune"]["fate"] == "Waiting", "4 pods × 4 GPUs do not fit one 8-GPU node"
+
+
+def test_plan_nodes_plans_whole_racks_for_groups_that_require_one(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Rack r0 of two H100 nodes, and two copies of llm-finetune (4 pods x 4 H100) that require a rack: one
+    fits r0, the other gets a planned rack of two H100 nodes."""
+    documents = [d for d in yaml.safe_load_all((DEMO / "queues.yaml").read_text()) if d]
+    for document in documents:
+        if document["kind"] == "ClusterQueue" and document["metadata"]["name"] == "research":
+            document["spec"]["topologyName"] = "layout"
+            document["spec"]["quotas"][0]["nominal"] = 64
+            document["spec"]["quotas"][1]["nominal"] = "5Ti"
+    documents.append({"apiVersion": "draq.io/v1alpha1", "kind": "Topology", "metadata": {"name": "layout"},
+                      "spec": {"levels": [{"name": "rack", "nodeLabel": "example.com/rack"}]}})
+    for index in range(2):
+        node = node_manifest(PROFILES["h100"], f"r0-{index}")
+        node["metadata"]["labels"]["example.com/rack"] = "r0"
+        documents += [node, *resource_slices(PROFILES["h100"], f"r0-{index}")]
+    workloads = [d for d in yaml.safe_load_all((DEMO / "workloads.yaml").read_text())
+                 if d and d["metadata"]["namespace"] == "research"]
+    for copy in ("a", "b"):
+        for document in workloads:
+            if document["kind"] == "Pod":
+                pod = json.loads(json.dumps(document))
+                pod["metadata"]["name"] = f"{copy}-{pod['metadata']['name']}"
+                pod["metadata"]["labels"]["draq.io/pod-group"] = f"{copy}-llm-finetune"
+                pod["metadata"]["annotations"]["draq.io/topology-required"] = "rack"
+                documents.append(pod)
+    documents.append(next(d for d in workloads if d["kind"] == "ResourceClaimTemplate"))
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(yaml.safe_dump_all(documents))
+    status = main(["simulate", "--snapshot", str(snapshot), "--start", "2026-11-23T12:00:00Z", "--quiet",
+                   "--plan-nodes", "h100"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert ("domain plan: the waiting groups ask for rack domains, so whole racks are planned, not loose nodes: "
+            "add 1 rack(s) shaped like rack r0 (2 × h100 each, 2 node(s)): 1 of 1 waiting group(s) admitted") in out

@@ -41,6 +41,7 @@ class FakeLookups:
     owners: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # (kind, ns, name)
     pod_groups: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     pending: dict[tuple[str, str], int] = field(default_factory=dict)
+    topologies: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
@@ -53,6 +54,9 @@ class FakeLookups:
 
     def quota_unit(self, name: str) -> Mapping[str, Any] | None:
         return self.units.get(name)
+
+    def topology(self, name: str) -> Mapping[str, Any] | None:
+        return self.topologies.get(name)
 
     def owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         if kind == "Job" and (namespace, name) in self.jobs:

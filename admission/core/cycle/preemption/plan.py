@@ -20,14 +20,16 @@ from admission.core.allocator import Allocator, members_for
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.nodes import promised_pods, with_pods
+from admission.core.cycle.preemption.domains import find_victims_in_domain
 from admission.core.cycle.preemption.holdings import holdings
 from admission.core.cycle.preemption.search import NoVictims, Preemptor, SearchInput, Victims, candidates, find_victims
 from admission.core.cycle.shape import gang_of
 from admission.core.cycle.status import ADMITTED_CONDITION, condition
 from admission.core.cycle.timing import format_time
+from admission.core.cycle.topology import topology_level
 from admission.core.cycle.types import CycleInput, CycleResult, Preempt, Preemptions, Wait, WaitReason
 from admission.core.errors import DraqError
-from admission.core.models import ObjectRef
+from admission.core.models import ObjectRef, TopologyLevel, TopologyMode
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import GroupObjects, Phase, Placement, charge_group, suspended_status
 
@@ -57,10 +59,6 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
     tries = 0
     for wait in waiting:
         group = groups[wait.group]
-        if group.topology is not None:
-            waits[wait.group] = _with_note(wait, "; no preemption: draq does not yet choose victims by topology "
-                                           "domain")
-            continue
         preemptor = Preemptor(group.key, wait.cluster_queue, group.priority)
         allowed = [h for h in candidates(preemptor, held, state, cycle.now) if h.group not in taken]
         gang = gang_of(group)
@@ -73,8 +71,10 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
         def charge(plan: Placement, objects: GroupObjects = objects) -> Any:
             return charge_group(objects, cycle.units, inventory, cycle.matches, plan)
 
-        found = find_victims(preemptor, allowed, SearchInput(allocator, members, charge, result.usage, nodes, state,
-                                                             cycle.now))
+        data = SearchInput(allocator, members, charge, result.usage, nodes, state, cycle.now)
+        level = _required_level(group, wait.cluster_queue, cycle)
+        found = find_victims(preemptor, allowed, data) if level is None else \
+            find_victims_in_domain(preemptor, allowed, data, level)
         tries += found.placed_tries
         if isinstance(found, NoVictims):
             waits[wait.group] = _with_note(wait, f"; no preemption: {found.reason}")
@@ -87,8 +87,17 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
     return Preemptions(tuple(preempts), waits, tries)
 
 
+def _required_level(group: GroupView, cluster_queue: str, cycle: CycleInput) -> TopologyLevel | None:
+    """The level whose one domain the group requires, if it does (a `preferred` group is searched as any)."""
+    if group.topology is None or group.topology.mode is not TopologyMode.REQUIRED:
+        return None
+    level = topology_level(group, cluster_queue, cycle)
+    return level if isinstance(level, TopologyLevel) else None
+
+
 def _names(found: Victims) -> str:
-    return f"group(s) {', '.join(found.victims)}"
+    where = f" in {found.domain}" if found.domain else ""
+    return f"group(s) {', '.join(found.victims)}{where}"
 
 
 def _with_note(wait: Wait, note: str) -> Wait:

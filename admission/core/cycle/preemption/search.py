@@ -48,6 +48,7 @@ class Victims:
     victims: tuple[str, ...]
     placements: Mapping[str, str]
     placed_tries: int = 0  # gang placements run by the search
+    domain: str = ""  # the topology domain all victims are in (`rack r3`), for a group that requires one
 
 
 @dataclass(frozen=True, slots=True)
