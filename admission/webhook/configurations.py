@@ -23,6 +23,10 @@ every choice; in short:
 - Pod UPDATEs are sent to the validating webhook when the old pod carries draq's gate or the queue
   label, whatever the new one carries: removing the queue label first must not make the gate
   removable without draq seeing it.
+- No silent bypass: in every other namespace (unmanaged, and not a system one or draq's), a pod or a
+  workload of a kind draq groups that carries `draq.io/queue` is sent to the validating webhook (an
+  objectSelector on the label) and refused, naming the namespace label that would make draq manage
+  it. `failurePolicy: Fail`: while draq is away such a pod is refused too, never run unmanaged.
 """
 
 from __future__ import annotations
@@ -108,6 +112,17 @@ def scopes(draq_namespace: str) -> tuple[Scope, Scope]:
     )
 
 
+def queue_labelled_elsewhere(draq_namespace: str) -> Scope:
+    """Objects that name a queue in a namespace neither managed scope selects (nor a system one): refused."""
+    unmanaged = [
+        _not_system(draq_namespace),
+        {"key": DEFAULT_QUEUE_LABEL, "operator": "DoesNotExist"},
+        {"key": MANAGED_LABEL, "operator": "NotIn", "values": ["true"]},
+    ]
+    labelled = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]}
+    return Scope("unmanaged", {"matchExpressions": unmanaged}, labelled, queue_labelled_only=True)
+
+
 def _webhook(
     name: str, client_config: dict[str, Any], rules: list[dict[str, Any]], scope: Scope, *,
     failure_policy: str, timeout: int, match_conditions: Sequence[dict[str, str]] = (),
@@ -168,6 +183,10 @@ def validating_configuration(
                                  match_conditions=[not_draq, pod_condition(scope)]))
         webhooks.append(_webhook("claims", client, claims, scope, failure_policy="Ignore",
                                  timeout=OTHER_TIMEOUT_SECONDS, object_selector=False))
+    elsewhere = queue_labelled_elsewhere(draq_namespace)
+    webhooks.append(_webhook("queue-labelled", client, [_rule("", ["v1"], ["pods"], ["CREATE"]), *_workload_rules()],
+                             elsewhere, failure_policy="Fail", timeout=POD_TIMEOUT_SECONDS,
+                             match_conditions=[not_draq]))
     queues = [
         _rule(API_GROUP, [API_GROUP_VERSION], ["localqueues"], ["CREATE", "UPDATE"]),
         _rule(API_GROUP, [API_GROUP_VERSION], ["clusterqueues", "quotaunits"], ["CREATE", "UPDATE"], "Cluster"),
@@ -190,6 +209,12 @@ def validating_configuration(
     webhooks.append(_webhook("fenced-writes", client, members, own, failure_policy="Fail",
                              timeout=POD_TIMEOUT_SECONDS, match_conditions=[is_draq, stamped_condition()]))
     return _configuration("ValidatingWebhookConfiguration", VALIDATING_NAME, webhooks)
+
+
+def _workload_rules() -> list[dict[str, Any]]:
+    """CREATE of every workload kind draq groups (a rule for an API the cluster does not serve is harmless)."""
+    return [_rule(kind.api_group, [kind.api_version.rpartition("/")[2]], [kind.plural], ["CREATE"])
+            for kind in KINDS]
 
 
 def _suspendable_rules() -> list[dict[str, Any]]:

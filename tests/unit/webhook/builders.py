@@ -26,7 +26,7 @@ CLAIM = GroupVersionKind("resource.k8s.io", "v1", "ResourceClaim")
 CLAIM_TEMPLATE = GroupVersionKind("resource.k8s.io", "v1", "ResourceClaimTemplate")
 RESOURCES = {"Pod": "pods", "Job": "jobs", "LocalQueue": "localqueues", "ClusterQueue": "clusterqueues",
              "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
-             "QuotaUnit": "quotaunits"}
+             "QuotaUnit": "quotaunits", "JobSet": "jobsets"}
 
 
 @dataclass

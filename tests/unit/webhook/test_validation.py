@@ -36,8 +36,9 @@ def test_missing_default_queue_names_the_namespace_label() -> None:
     assert not decision.allowed and "namespace label draq.io/default-queue" in decision.message
 
 
-def test_pods_of_unmanaged_namespaces_are_not_checked() -> None:
-    assert check(POD, pod("x", namespace="plain", labels={QUEUE_LABEL: "nope"})).allowed
+def test_pods_of_unmanaged_namespaces_are_not_checked_unless_they_name_a_queue() -> None:
+    assert check(POD, pod("x", namespace="plain", labels={"app": "web"})).allowed
+    assert not check(POD, pod("x", namespace="plain", labels={QUEUE_LABEL: "nope"})).allowed
 
 
 def test_bad_group_min_is_denied() -> None:
