@@ -33,6 +33,7 @@ class SimulationSettings:
     run_times: Mapping[str, float | None] = field(default_factory=dict)  # declared, by group key
     horizon: float | None = None  # no cycle after this many seconds
     max_cycles: int = 100_000
+    never_on_cluster: bool = True  # False: groups no empty cluster holds wait for devices or nodes (planning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,7 @@ class _Run:
         self.cycle += 1
         now = self.settings.start + dt.timedelta(seconds=self.t)
         cycle_input = self.cluster.cycle_input(self.settings.gates, now)
-        result = decide(cycle_input)
+        result = decide(replace(cycle_input, never_on_cluster=self.settings.never_on_cluster))
         views = {g.key: g for g in cycle_input.groups}
         waiting = 0
         for decision in result.decisions:

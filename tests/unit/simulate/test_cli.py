@@ -25,7 +25,7 @@ def test_json_names_every_group_with_its_fate_nodes_and_charge(capsys: pytest.Ca
     assert {n["node"] for n in finetune["nodes"]} == {"added-h100-0", "added-h100-1"}
     assert finetune["charge"] == {"gpus": "16", "nvidia-memory": "1280Gi"}
     assert groups["serving/giant"]["fate"] == "Waiting"
-    assert groups["serving/giant"]["reason"] == "DevicesUnavailable"
+    assert groups["serving/giant"]["reason"] == "NeverAdmissible"
 
 
 def test_expect_admitted_fails_for_a_group_that_waits(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,7 +33,7 @@ def test_expect_admitted_fails_for_a_group_that_waits(capsys: pytest.CaptureFixt
     captured = capsys.readouterr()
     assert status == 1
     assert "serving/giant is not admitted in the simulation" in captured.err
-    assert "serving/giant: DevicesUnavailable:" in captured.out
+    assert "serving/giant: NeverAdmissible:" in captured.out
 
 
 def test_plan_nodes_from_files(capsys: pytest.CaptureFixture[str]) -> None:
