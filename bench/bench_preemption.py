@@ -144,7 +144,8 @@ def scenario(seed: int) -> CycleInput:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=20260301)
     args = parser.parse_args()

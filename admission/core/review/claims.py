@@ -135,10 +135,9 @@ def _charge(
         known.append(unit)
     if at_admission:
         units_named = f"QuotaUnit{'s' if len(at_admission) > 1 else ''} {', '.join(at_admission)}"
-        warnings.append(
-            f"{request.describe()}: its charge in {units_named} depends on which devices are allocated, and "
-            "the webhook does not see devices, so draq computes that charge at admission, against the "
-            "cluster's devices (the pods that use it stay gated until their group fits)")
+        verb = "depend" if len(at_admission) > 1 else "depends"
+        warnings.append(f"{request.describe()}: its charge in {units_named} is computed at admission (it {verb} "
+                        "on the devices allocated)")
     try:
         return charge_group(group, known, inventory, device_selected), warnings
     except Unchargeable as err:

@@ -54,3 +54,20 @@ def test_a_removed_node_is_gone_with_its_devices(capsys: pytest.CaptureFixture[s
     document = json.loads(capsys.readouterr().out)
     groups = {g["group"]: g for g in document["simulation"]["groups"]}
     assert groups["research/llm-finetune"]["fate"] == "Waiting", "4 pods × 4 GPUs do not fit one 8-GPU node"
+
+
+def test_a_mistyped_option_prints_the_sub_commands_usage_and_abbreviations_are_refused(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for wrong in (["--add-node", "h100=1"], ["--no-such-option"]):
+        with pytest.raises(SystemExit) as exited:
+            main([*BASE, *wrong])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2
+        assert err.startswith("usage: draq simulate ") and f"unrecognized arguments: {wrong[0]}" in err
+
+
+def test_plan_nodes_says_when_the_next_group_finishes_past_the_horizon(capsys: pytest.CaptureFixture[str]) -> None:
+    main([*BASE, "--plan-nodes", "h100,mi300x"])
+    out = capsys.readouterr().out
+    assert "stopped at the horizon (+0s): the next running group finishes at +1h" in out
+    assert "after the horizon" not in out
