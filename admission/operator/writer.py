@@ -17,7 +17,7 @@ import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from admission.core.cycle import pinned_affinity
+from admission.core.cycle import condition_patch, pinned_affinity
 from admission.core.labels import API_VERSION, EPOCH_ANNOTATION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
 from admission.core.models import ObjectRef
@@ -140,6 +140,24 @@ class Writer:
             self.cache.assume("Pod", written)
             return True
         raise KubeApiError("PATCH", f"pod {namespace}/{name}", 409, "scheduling gates kept changing")
+
+    async def pod_condition(self, pod: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
+        """Set draq's condition on a member through pods/status, only when the pod says something else
+        (`condition_patch`). A pod gone or changed meanwhile is left for the next write: False."""
+        operations = condition_patch(pod, wanted)
+        if not operations:
+            return False
+        meta = pod.get("metadata") or {}
+        path = kinds.PODS.object_path(str(meta.get("namespace")), str(meta.get("name")), "status")
+        try:
+            written = await self.api.json_patch(path, operations)
+        except KubeApiError as err:
+            if err.status in (404, 409, 422):  # deleted, or its conditions moved: the next change writes again
+                log.debug("condition of pod %s/%s not written: %s", meta.get("namespace"), meta.get("name"), err)
+                return False
+            raise
+        self.cache.assume("Pod", written)
+        return True
 
     async def _pin_refused(self, pod: Mapping[str, Any], node: str, err: KubeApiError) -> None:
         """Log every refusal; a Warning Event on the pod once per (pod, node)."""

@@ -18,16 +18,17 @@ PUBLIC = {
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "ChargeCorrection", "CycleInput", "CycleResult",
         "DEFAULT_BIND_TIMEOUT", "Evict", "Extend", "GroupDecision", "GroupEvent", "GroupView", "LATE_CONDITION",
-        "LateWait", "NODE_NAME_FIELD", "PREEMPTED", "PendingCounts", "PhaseChange", "Preempt", "Preemptions",
-        "Requeue", "STEPS", "StepTimer", "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status",
-        "backoff_seconds", "charge_corrected_event", "charge_corrections", "charging_inventory", "collect_groups",
-        "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
+        "LateWait", "NODE_NAME_FIELD", "POD_CONDITION", "PREEMPTED", "PendingCounts", "PhaseChange", "Preempt",
+        "Preemptions", "Requeue", "STEPS", "StepTimer", "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_condition",
+        "admitted_event", "admitted_status", "condition_patch", "current_condition", "backoff_seconds",
+        "charge_corrected_event", "charge_corrections", "charging_inventory", "collect_groups", "cycle_input",
+        "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
         "late_admitted_event", "late_members", "late_wait_event", "next_phase", "overdue", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
         "planned_allocation", "preempted_message", "preempted_status", "promised_allocations", "promised_devices",
         "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle",
         "slots_given_up_event", "unit_failures_of", "unknown_owner_event", "unreadable_owner", "unreleased_members",
-        "victims_of", "with_owners"
+        "victims_of", "waiting_condition", "with_owners"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",

@@ -35,6 +35,13 @@ from admission.core.cycle.late import LATE_CONDITION, late_members
 from admission.core.cycle.nodes import promised_pods
 from admission.core.cycle.pinning import NODE_NAME_FIELD, pin_requirement, pinned_affinity
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
+from admission.core.cycle.pod_conditions import (
+    POD_CONDITION,
+    admitted_condition,
+    condition_patch,
+    current_condition,
+    waiting_condition,
+)
 from admission.core.cycle.preemption import PREEMPTED, preempted_message, preempted_status, victims_of
 from admission.core.cycle.progress import (
     ChargeCorrection,
@@ -85,6 +92,7 @@ __all__ = [
     "DEFAULT_BIND_TIMEOUT",
     "LATE_CONDITION",
     "NODE_NAME_FIELD",
+    "POD_CONDITION",
     "PREEMPTED",
     "STEPS",
     "TERMINAL_PHASES",
@@ -106,6 +114,7 @@ __all__ = [
     "StepTimer",
     "Wait",
     "WaitReason",
+    "admitted_condition",
     "admitted_event",
     "admitted_status",
     "backoff_seconds",
@@ -113,6 +122,8 @@ __all__ = [
     "charge_corrections",
     "charging_inventory",
     "collect_groups",
+    "condition_patch",
+    "current_condition",
     "cycle_input",
     "decide",
     "due_for_requeue",
@@ -149,5 +160,6 @@ __all__ = [
     "unreadable_owner",
     "unreleased_members",
     "victims_of",
+    "waiting_condition",
     "with_owners",
 ]

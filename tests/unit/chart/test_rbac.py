@@ -165,6 +165,9 @@ WRITER_CALLS = {
     "ensure_pod_group": lambda w: w.ensure_pod_group(NS, "g", 2, "lq"),
     "pod_group_status": lambda w: w.pod_group_status(NS, "g", {"phase": "Pending"}),
     "ungate": lambda w: w.ungate(NS, "p", None, node="node-0"),
+    "pod_condition": lambda w: w.pod_condition(
+        {"metadata": {"name": "p", "namespace": NS}, "status": {"phase": "Pending"}},
+        {"type": "draq.io/Admitted", "status": "False", "reason": "QuotaExceeded", "message": "m"}),
     "ensure_workload": lambda w: w.ensure_workload(NS, "g", 2),
     "remove_workload": lambda w: w.remove_workload(NS, "g"),
     "delete_pod": lambda w: w.delete_pod(NS, "gone"),
