@@ -143,21 +143,29 @@ class Writer:
 
     async def pod_condition(self, pod: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
         """Set draq's condition on a member through pods/status, only when the pod says something else
-        (`condition_patch`). A pod gone or changed meanwhile is left for the next write: False."""
-        operations = condition_patch(pod, wanted)
-        if not operations:
-            return False
+        (`condition_patch`). Conditions that moved meanwhile (the scheduler's) are read again once; a pod
+        gone is left alone: False."""
         meta = pod.get("metadata") or {}
-        path = kinds.PODS.object_path(str(meta.get("namespace")), str(meta.get("name")), "status")
-        try:
-            written = await self.api.json_patch(path, operations)
-        except KubeApiError as err:
-            if err.status in (404, 409, 422):  # deleted, or its conditions moved: the next change writes again
-                log.debug("condition of pod %s/%s not written: %s", meta.get("namespace"), meta.get("name"), err)
+        namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+        path = kinds.PODS.object_path(namespace, name, "status")
+        current: Mapping[str, Any] | None = pod
+        for _ in range(2):
+            if current is None:
                 return False
-            raise
-        self.cache.assume("Pod", written)
-        return True
+            operations = condition_patch(current, wanted)
+            if not operations:
+                return False
+            try:
+                written = await self.api.json_patch(path, operations)
+            except KubeApiError as err:
+                if err.status not in (404, 409, 422):
+                    raise
+                log.debug("condition of pod %s/%s not written: %s", meta.get("namespace"), meta.get("name"), err)
+                current = None if err.status == 404 else await self._reread(kinds.PODS.object_path(namespace, name))
+                continue
+            self.cache.assume("Pod", written)
+            return True
+        return False
 
     async def _pin_refused(self, pod: Mapping[str, Any], node: str, err: KubeApiError) -> None:
         """Log every refusal; a Warning Event on the pod once per (pod, node)."""

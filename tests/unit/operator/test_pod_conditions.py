@@ -80,3 +80,22 @@ def test_the_patch_appends_after_the_last_condition_read_and_replaces_only_a_cha
 def test_a_long_message_is_cut_but_keeps_the_hint() -> None:
     condition = waiting_condition(wait("x" * 5000, WaitReason.DEVICES), "2026-01-01T00:00:00Z")
     assert len(condition["message"]) <= 1024 and condition["message"].endswith(f"(details: draq why {NS}/g)")
+
+
+def test_conditions_that_moved_are_read_again_once() -> None:
+    async def go() -> None:
+        from admission.operator.cache import OperatorCache
+        from admission.operator.writer import Writer
+
+        api = FakeApi()
+        scheduled = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
+        api.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "g-0", "namespace": NS},
+                 "spec": {}, "status": {"conditions": [{**scheduled, "reason": "Unschedulable"}]}})
+        stale = {"metadata": {"name": "g-0", "namespace": NS}, "status": {"conditions": [scheduled]}}
+        writer = Writer(api, OperatorCache(api), FakeClock())
+        assert await writer.pod_condition(stale, waiting_condition(wait(), "2026-01-01T00:00:00Z"))
+        assert condition_of(api, "g-0") is not None
+        assert [c["type"] for c in api.get_object("Pod", NS, "g-0")["status"]["conditions"]] == [  # type: ignore[index]
+            "PodScheduled", POD_CONDITION]
+
+    asyncio.run(go())
