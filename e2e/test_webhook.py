@@ -359,6 +359,31 @@ def test_claims_are_checked_against_selectors_and_quota(
     assert "selectors[0].cel.expression" in broken.stderr
 
 
+def test_a_job_whose_pods_together_exceed_the_queue_is_refused_at_creation(
+        control_plane: ControlPlane, managed: str, webhook: Webhook) -> None:
+    """Each pod's claim fits the queue (2 of 4 GPUs); three pods at once never do."""
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "two-gpus"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                    "deviceClassName": f"e2e-gpu-{webhook.suffix}", "count": 2}}]}}}}
+    assert create(control_plane, template, "-n", managed).returncode == 0
+
+    def job(name: str, parallelism: int) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": {"draq.io/queue": "gpu"}},
+                "spec": {"parallelism": parallelism, "completions": parallelism, "template": {
+                    "metadata": {"labels": {"draq.io/queue": "gpu"}},
+                    "spec": {"restartPolicy": "Never", "resourceClaims": [{"name": "g",
+                                                                             "resourceClaimTemplateName": "two-gpus"}],
+                             "containers": [{"name": "main", "image": "registry.example/app:1",
+                                             "resources": {"claims": [{"name": "g"}]}}]}}}}
+
+    refused = create(control_plane, job("too-wide", 3), "-n", managed)
+    assert refused.returncode != 0
+    assert f"Job {managed}/too-wide could never be admitted by LocalQueue 'gpu'" in refused.stderr
+    assert f"gpus-{webhook.suffix}: its 3 pods ask for 6 together, the queue can hold at most 4" in refused.stderr
+    fits = create(control_plane, job("fits", 2), "-n", managed)
+    assert fits.returncode == 0, fits.stderr
+
+
 def test_ca_bundle_is_the_ca_kept_in_the_secret(control_plane: ControlPlane, webhook: Webhook) -> None:
     secret = get(control_plane, "secret", "draq-webhook-ca", "-n", "draq-system")
     ca = secret["data"]["ca.crt"]

@@ -10,7 +10,8 @@ every choice; in short:
   `draq.io/queue` are). The two selectors are disjoint, so no pod is reviewed twice.
 - Pods: `failurePolicy: Fail`. A managed pod created while draq is away would run outside its
   quota; refusing it is the lesser harm, and the refusal says which webhook failed.
-- Claims and draq's own objects: `failurePolicy: Ignore`. The operator checks them again before it
+- Claims, Jobs and JobSets (their pods' devices together against the queue) and draq's own objects:
+  `failurePolicy: Ignore`. The operator checks them again before it
   admits anything, so the webhook only gives an earlier, clearer error.
 - draq's own service account is exempt from pod validation (`matchConditions`), so the operator can
   release gates even when no webhook replica answers.
@@ -47,7 +48,8 @@ from admission.core.labels import (
     MANAGED_LABEL,
     QUEUE_LABEL,
 )
-from admission.core.workloads import KINDS
+from admission.core.review import TOTALLED_WORKLOADS
+from admission.core.workloads import BY_KIND, KINDS
 from admission.kube import kinds
 
 MUTATING_NAME = "draq-mutating"
@@ -183,6 +185,9 @@ def validating_configuration(
                                  match_conditions=[not_draq, pod_condition(scope)]))
         webhooks.append(_webhook("claims", client, claims, scope, failure_policy="Ignore",
                                  timeout=OTHER_TIMEOUT_SECONDS, object_selector=False))
+        # A Job's or JobSet's pods together over what the queue could ever hold: refused at creation.
+        webhooks.append(_webhook("workloads", client, _totalled_rules(), scope, failure_policy="Ignore",
+                                 timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[not_draq]))
     elsewhere = queue_labelled_elsewhere(draq_namespace)
     webhooks.append(_webhook("queue-labelled", client, [_rule("", ["v1"], ["pods"], ["CREATE"]), *_workload_rules()],
                              elsewhere, failure_policy="Fail", timeout=POD_TIMEOUT_SECONDS,
@@ -215,6 +220,12 @@ def _workload_rules() -> list[dict[str, Any]]:
     """CREATE of every workload kind draq groups (a rule for an API the cluster does not serve is harmless)."""
     return [_rule(kind.api_group, [kind.api_version.rpartition("/")[2]], [kind.plural], ["CREATE"])
             for kind in KINDS]
+
+
+def _totalled_rules() -> list[dict[str, Any]]:
+    """CREATE of the workload kinds whose total the webhook checks (`core.review.TOTALLED_WORKLOADS`)."""
+    return [_rule(group, [BY_KIND[kind].api_version.rpartition("/")[2]], [BY_KIND[kind].plural], ["CREATE"])
+            for group, kind in sorted(TOTALLED_WORKLOADS)]
 
 
 def _suspendable_rules() -> list[dict[str, Any]]:

@@ -64,7 +64,7 @@ PUBLIC = {
     ],
     "admission.core.review": [
         "AdmissionRequest", "Decision", "EXEMPTIBLE_OWNER_KINDS", "GatingPolicy", "JsonObject", "Lookups",
-        "MalformedReview", "ObjectRef", "QueueChoice", "device_use", "label_value",
+        "MalformedReview", "ObjectRef", "QueueChoice", "TOTALLED_WORKLOADS", "device_use", "label_value",
         "malformed_response", "mutate", "namespace_is_managed", "parse_review", "pending_cap", "pod_queue",
         "render_response", "request_uid", "uid_from_prefix", "validate"
     ],
