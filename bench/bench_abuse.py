@@ -131,7 +131,8 @@ def parked_cycle(cycle: CycleInput, before: CycleInput) -> CycleInput:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--flood", type=int, default=6000, help="the abuser's pending groups (default %(default)s)")
     parser.add_argument("--repeat", type=int, default=15, help="runs per figure (default %(default)s)")
     args = parser.parse_args()

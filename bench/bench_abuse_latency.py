@@ -331,7 +331,8 @@ def run(plane: ControlPlane, args: argparse.Namespace, started: Callable[[Any], 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--flood", type=int, default=6000, help="the abuser's groups (default %(default)s)")
     parser.add_argument("--abuse", choices=("unplaceable", "quota"), default="unplaceable",
                         help="why the abuser's groups never fit: 16 GPUs each, or a quota of 0 (default %(default)s)")

@@ -213,7 +213,8 @@ def bench_charging(pods: int, nodes: int, gpus: int, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     if args.repeat < 1:

@@ -226,7 +226,7 @@ def bench_fixed_costs(half_full: Snapshot, repeat: int) -> None:
 
 def main() -> None:
     global RELEASE
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--fixed-costs-only", action="store_true", help="only the three per-call cases")
     parser.add_argument("--kubernetes-version", default="1.35", help="release whose semantics to measure")

@@ -186,7 +186,8 @@ def describe(label: str, run: tuple[list[float], list[float], float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=900)

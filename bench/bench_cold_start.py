@@ -184,7 +184,8 @@ def cold_start(plane: ControlPlane, log: Path, timeout: float = 300) -> tuple[fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)

@@ -106,7 +106,7 @@ def summary(timings: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=7)

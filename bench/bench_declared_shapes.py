@@ -108,7 +108,8 @@ def bench_shapes(groups: int, nodes: int, gpus_per_node: int, gpus: int, repeat:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     if args.repeat < 1:

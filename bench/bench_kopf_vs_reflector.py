@@ -220,7 +220,7 @@ def drive(count: int, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("mode", nargs="?", default="drive", choices=("drive", "consume"))
     parser.add_argument("kind", nargs="?", choices=("reflector", "kopf"))
     parser.add_argument("--pods", type=int, default=2000)

@@ -164,7 +164,8 @@ def scenario(seed: int, racks: int = 0, required: bool = False) -> CycleInput:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=20260301)
     parser.add_argument("--racks", type=int, default=0, help="label the nodes into this many racks")

@@ -106,7 +106,7 @@ def draq_rate(snapshot: Snapshot, pods: int, repeat: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--nodes", type=int, default=512)
     parser.add_argument("--pods", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=5)

@@ -148,7 +148,8 @@ def load_average() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--only", choices=("drain", "plan"))

@@ -255,7 +255,7 @@ def bench_fragmentation(racks: int, per_rack: int, gpus: int, steps: int, seeds:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()

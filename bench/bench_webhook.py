@@ -274,7 +274,7 @@ def summary(latencies: list[float], errors: list[str], sent: int, rate: float, s
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="10 s at 500/s and a short ramp")
     parser.add_argument("--load-generator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)

@@ -735,10 +735,10 @@ def test_with_etcd_frozen_then_draq_killed_managed_pods_are_refused_never_let_th
 
         # The only webhook replica killed: system and unmanaged namespaces go on, managed pods are refused.
         draq.kill()
-        for where in ("kube-system", plain):
+        for where, labels in (("kube-system", {QUEUE_LABEL: "lq"}), (plain, {"app": "web"})):
             name = f"sys-{unique}" if where == "kube-system" else "still-fine"
             made = control_plane.kubectl("create", "-f", "-", "-n", where, check=False,
-                                         input=json.dumps(plain_pod(name, {QUEUE_LABEL: "lq"})))
+                                         input=json.dumps(plain_pod(name, labels)))
             assert made.returncode == 0, made.stderr
         refused = control_plane.kubectl("create", "-f", "-", "-n", namespace, check=False,
                                         input=json.dumps(plain_pod("needs-draq", {QUEUE_LABEL: "lq"})))

@@ -40,8 +40,8 @@ from e2e.waiting import until
 
 INSTALLED = ("CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
              "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-POLICIES = {f"{RELEASE}-{name}" for name in ("podgroup-status", "pod-labels", "token-pods", "token-jobs",
-                                             "token-webhook-configurations")}
+POLICIES = {f"{RELEASE}-{name}" for name in ("podgroup-status", "pod-labels", "token-pods", "token-pod-status",
+                                             "token-jobs", "token-webhook-configurations")}
 
 
 @dataclass(frozen=True)
@@ -232,6 +232,9 @@ def test_draqs_own_writes_pass(enforced: Setting, api: Any) -> None:
             writer = Writer(kube, OperatorCache(kube))
             await writer.ensure_pod_group(enforced.work, "member", 1, "lq")
             status = await writer.pod_group_status(enforced.work, "member", {"phase": "Pending"})
+            pod = await kube.get(f"/api/v1/namespaces/{enforced.work}/pods/member")
+            assert await writer.pod_condition(pod, {"type": "draq.io/Admitted", "status": "False",
+                                                    "reason": "QuotaExceeded", "message": "waits"})
             released = await writer.ungate(enforced.work, "member", None, node="node-0")
             assert await writer.suspend(ObjectRef("Job", enforced.work, "train"), False)
             assert await writer.suspend(ObjectRef("Job", enforced.work, "train"), True)
@@ -244,6 +247,12 @@ def test_draqs_own_writes_pass(enforced: Setting, api: Any) -> None:
         pytest.fail(f"a write of draq's was refused: {err}")
     assert released and status["status"]["phase"] == "Pending"
     member = core.read_namespaced_pod("member", enforced.work)
+    assert [(c.status, c.reason) for c in member.status.conditions or [] if c.type == "draq.io/Admitted"] == [
+        ("False", "QuotaExceeded")]
+    message = refusal(lambda: client.CoreV1Api(enforced.draq).patch_namespaced_pod_status(
+        "member", enforced.work, {"status": {"phase": "Failed"}}))
+    assert message.endswith(f"draq ({enforced.user}) may only set its condition draq.io/Admitted in the status of "
+                            f"a pod; this write to pod {enforced.work}/member changes status.phase")
     assert [g.name for g in member.spec.scheduling_gates] == ["example.com/hold"]
     [term] = member.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
     assert [(f.key, f.values) for f in term.match_fields] == [("metadata.name", ["node-0"])]

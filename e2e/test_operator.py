@@ -195,23 +195,45 @@ def test_gang_that_fits_is_released_together_and_bound(
 def test_gang_over_quota_stays_gated_with_a_reason(
         control_plane: ControlPlane, api: Any, nodesim: NodeSimulator, namespace: str, unique: str,
         operator: RunningOperator) -> None:
+    """A gang larger than its queue can ever hold waits as NeverAdmissible, and says so where people look:
+    the PodGroup, each member's condition draq.io/Admitted (through pods/status) and an Event on a member."""
     nodes = two_nodes(nodesim, unique)
     cq = queues(control_plane, namespace, unique, gpus=4)
     members = gang(control_plane, namespace, "big", nodes, gpus_each=4)
 
-    # The first message may still be "1 of 2 members exist": wait for the quota verdict itself.
-    group = until("the PodGroup to wait with reason QuotaExceeded", lambda: pod_group(api, namespace, "big"),
-                  accept=lambda g: admitted_reason(g) == "QuotaExceeded", timeout=30)
+    # The first message may still be "1 of 2 members exist": wait for the verdict itself.
+    group = until("the PodGroup to wait with reason NeverAdmissible", lambda: pod_group(api, namespace, "big"),
+                  accept=lambda g: admitted_reason(g) == "NeverAdmissible", timeout=30)
     status = group["status"]
     assert status["phase"] == "Pending"
-    assert f"gpus-{unique}" in status["message"] and "8" in status["message"] and "4" in status["message"]
+    assert f"gpus-{unique} 8" in status["message"] and f"more than ClusterQueue {cq} can ever hold" in status["message"]
+    assert "raise the queue's nominal quota or borrowing limit" in status["message"]
     [condition] = status["conditions"]
-    assert (condition["type"], condition["status"], condition["reason"]) == ("Admitted", "False", "QuotaExceeded")
+    assert (condition["type"], condition["status"], condition["reason"]) == ("Admitted", "False", "NeverAdmissible")
     assert all(gated(api, namespace, m) for m in members)
+    core = client.CoreV1Api(api)
+
+    def member_conditions() -> list[Any]:
+        return [next((c for c in core.read_namespaced_pod(m, namespace).status.conditions or []
+                      if c.type == "draq.io/Admitted"), None) for m in members]
+
+    told = until("each member to carry draq.io/Admitted=False", member_conditions,
+                 accept=lambda found: all(c is not None for c in found), timeout=30)
+    for said in told:
+        assert (said.status, said.reason) == ("False", "NeverAdmissible")
+        assert said.message.startswith(status["message"][:80])
+        assert said.message.endswith(f"(details: draq why {namespace}/big)")
+    described = control_plane.kubectl("describe", "pod", members[0], "-n", namespace).stdout
+    assert "draq.io/Admitted" in described
     events = until("a Warning event on the PodGroup", lambda: [
-        e for e in client.CoreV1Api(api).list_namespaced_event(namespace).items
-        if e.involved_object.name == "big" and e.reason == "QuotaExceeded"], timeout=30)
+        e for e in core.list_namespaced_event(namespace).items
+        if e.involved_object.name == "big" and e.reason == "NeverAdmissible"], timeout=30)
     assert events[0].type == "Warning"
+    on_member = until("a Warning event on one member", lambda: [
+        e for e in core.list_namespaced_event(namespace).items
+        if e.involved_object.kind == "Pod" and e.involved_object.name in members and e.reason == "NeverAdmissible"],
+                      timeout=30)
+    assert len(on_member) == 1 and "draq why" in on_member[0].message
 
     def pending_groups() -> int | None:
         queue: dict[str, Any] = client.CustomObjectsApi(api).get_cluster_custom_object(

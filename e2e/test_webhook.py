@@ -194,12 +194,33 @@ def test_pods_without_a_queue_and_unmanaged_namespaces_are_untouched(
         control_plane: ControlPlane, managed: str, webhook: Webhook) -> None:
     plain = new_namespace(control_plane, {})
     try:
-        for ns, obj in ((managed, pod("no-queue")), (plain, pod("labelled", {"draq.io/queue": "gpu"}))):
+        for ns, obj in ((managed, pod("no-queue")), (plain, pod("unlabelled", {"app": "web"}))):
             result = create(control_plane, obj, "-n", ns)
             assert result.returncode == 0, result.stderr
             created = json.loads(result.stdout)
             assert gates_of(created) == []
             assert "draq.io/pod-group" not in (created["metadata"].get("labels") or {})
+    finally:
+        control_plane.kubectl("delete", "namespace", plain, "--wait=false", check=False)
+
+
+def test_a_queue_outside_managed_namespaces_is_refused_never_run_unmanaged(
+        control_plane: ControlPlane, webhook: Webhook) -> None:
+    """No silent bypass: a pod or a Job that names a draq queue in a namespace without draq's labels."""
+    plain = new_namespace(control_plane, {})
+    try:
+        refused = create(control_plane, pod("labelled", {"draq.io/queue": "gpu"}), "-n", plain)
+        assert refused.returncode != 0
+        assert f"Pod {plain}/labelled names draq queue 'gpu'" in refused.stderr
+        assert f"kubectl label namespace {plain} draq.io/managed=true" in refused.stderr
+        with pytest.raises(ControlPlaneError):
+            control_plane.kubectl("get", "pod", "labelled", "-n", plain)
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "train", "labels": {"draq.io/queue": "gpu"}},
+               "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                              "containers": [{"name": "c", "image": "busybox"}]}}}}
+        refused_job = create(control_plane, job, "-n", plain)
+        assert refused_job.returncode != 0 and f"Job {plain}/train names draq queue 'gpu'" in refused_job.stderr
     finally:
         control_plane.kubectl("delete", "namespace", plain, "--wait=false", check=False)
 
@@ -357,6 +378,31 @@ def test_claims_are_checked_against_selectors_and_quota(
                     "-n", managed)
     assert broken.returncode != 0
     assert "selectors[0].cel.expression" in broken.stderr
+
+
+def test_a_job_whose_pods_together_exceed_the_queue_is_refused_at_creation(
+        control_plane: ControlPlane, managed: str, webhook: Webhook) -> None:
+    """Each pod's claim fits the queue (2 of 4 GPUs); three pods at once never do."""
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "two-gpus"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                    "deviceClassName": f"e2e-gpu-{webhook.suffix}", "count": 2}}]}}}}
+    assert create(control_plane, template, "-n", managed).returncode == 0
+
+    def job(name: str, parallelism: int) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": {"draq.io/queue": "gpu"}},
+                "spec": {"parallelism": parallelism, "completions": parallelism, "template": {
+                    "metadata": {"labels": {"draq.io/queue": "gpu"}},
+                    "spec": {"restartPolicy": "Never", "resourceClaims": [{"name": "g",
+                                                                             "resourceClaimTemplateName": "two-gpus"}],
+                             "containers": [{"name": "main", "image": "registry.example/app:1",
+                                             "resources": {"claims": [{"name": "g"}]}}]}}}}
+
+    refused = create(control_plane, job("too-wide", 3), "-n", managed)
+    assert refused.returncode != 0
+    assert f"Job {managed}/too-wide could never be admitted by LocalQueue 'gpu'" in refused.stderr
+    assert f"gpus-{webhook.suffix}: its 3 pods ask for 6 together, the queue can hold at most 4" in refused.stderr
+    fits = create(control_plane, job("fits", 2), "-n", managed)
+    assert fits.returncode == 0, fits.stderr
 
 
 def test_ca_bundle_is_the_ca_kept_in_the_secret(control_plane: ControlPlane, webhook: Webhook) -> None:
@@ -570,8 +616,12 @@ def test_with_the_webhook_stopped_only_managed_pods_are_refused(
         system = create(control_plane, pod(name, {"draq.io/queue": "gpu"}), "-n", "kube-system")
         assert system.returncode == 0, system.stderr
         control_plane.kubectl("delete", "pod", name, "-n", "kube-system", "--wait=false", check=False)
-        unmanaged = create(control_plane, pod("still-fine", {"draq.io/queue": "gpu"}), "-n", plain)
+        unmanaged = create(control_plane, pod("still-fine", {"app": "web"}), "-n", plain)
         assert unmanaged.returncode == 0, unmanaged.stderr
+        # A pod naming a queue where draq does not manage is refused while draq is away too: never run unmanaged.
+        queued = create(control_plane, pod("names-a-queue", {"draq.io/queue": "gpu"}), "-n", plain)
+        assert queued.returncode != 0
+        assert "queue-labelled.unmanaged.draq.io" in queued.stderr and "failed calling webhook" in queued.stderr
         no_queue = create(control_plane, pod("no-queue"), "-n", managed)
         assert no_queue.returncode == 0, no_queue.stderr
         refused = create(control_plane, pod("needs-draq", {"draq.io/queue": "gpu"}), "-n", managed)

@@ -141,12 +141,21 @@ def leader_worker_set(namespace: str, name: str, *, replicas: int, size: int, le
 def test_jobset_is_admitted_whole_or_not_at_all(control_plane: ControlPlane, api: Any, namespace: str,
                                                 setting: str) -> None:
     quota(api, setting, 4)
-    apply(control_plane, jobset(namespace, "train"))
-    created = until("the JobSet's 5 pods, gated", lambda: pods(api, namespace),
-                    accept=lambda found: len(found) == 5, timeout=60)
-    time.sleep(3)  # a few cycles: nothing of the 5-GPU gang may be released on a 4-GPU quota
-    assert all(is_gated(p) for p in pods(api, namespace)), [p.metadata.name for p in created]
+    # 5 pods of 1 GPU on a queue of 4: the webhook already tells at creation (the webhook's cache may be a
+    # moment behind the quota it was just given: refused within a few tries).
+    refused = until("the JobSet to be refused at creation", lambda: control_plane.kubectl(
+        "create", "-f", "-", check=False, input=json.dumps(jobset(namespace, "train"))),
+        accept=lambda r: r.returncode != 0, timeout=30)
+    assert f"JobSet {namespace}/train could never be admitted by LocalQueue 'lq'" in refused.stderr
+    assert "its 5 pods ask for 5 together, the queue can hold at most 4" in refused.stderr
+    assert pods(api, namespace) == []
     quota(api, setting, 5)
+    until("the JobSet to be accepted on a queue of 5", lambda: control_plane.kubectl(
+        "create", "-f", "-", check=False, input=json.dumps(jobset(namespace, "train"))),
+        accept=lambda r: r.returncode == 0, timeout=30)
+    created = until("the JobSet's 5 pods, gated or bound", lambda: pods(api, namespace),
+                    accept=lambda found: len(found) == 5, timeout=60)
+    assert created
     bound = until("all 5 pods bound", lambda: running(api, namespace), accept=lambda r: len(r) == 5, timeout=60)
     assert {p.metadata.owner_references[0].kind for p in bound} == {"Job"}
 

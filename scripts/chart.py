@@ -212,7 +212,7 @@ def sync() -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("action", choices=("sync", "check"))
     args = parser.parse_args(argv)
     if args.action == "sync":

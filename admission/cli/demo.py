@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -237,7 +238,7 @@ def _show(plane: Any, elapsed: float) -> None:
                        "NODE:.spec.nodeName,PHASE:.status.phase"])]
     for kind, extra in views:
         result = plane.kubectl("get", kind, *extra, check=False)
-        print(f"$ kubectl get {kind} {' '.join(a for a in extra if not a.startswith('custom'))}".rstrip())
+        print(f"$ {shlex.join(['kubectl', 'get', kind, *extra])}")  # whole, so that it can be copied
         print((result.stdout or result.stderr).rstrip() + "\n", flush=True)
     waiting = plane.kubectl("get", "podgroups", "-A", "-o", "jsonpath={range .items[?(@.status.phase==\"Pending\")]}"
                             "{.metadata.namespace}/{.metadata.name}: {.status.message}{\"\\n\"}{end}", check=False)

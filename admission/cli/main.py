@@ -32,19 +32,23 @@ def _commands() -> list[tuple[str, ModuleType]]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="draq", description="Queue quotas and gang admission for Kubernetes DRA devices."
+        prog="draq", description="Queue quotas and gang admission for Kubernetes DRA devices.", allow_abbrev=False
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in _commands():
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        # No abbreviations: `--add-node` must not silently mean `--add-nodes`.
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP, allow_abbrev=False)
         module.configure(command)
-        command.set_defaults(handler=module.run)
+        command.set_defaults(handler=module.run, command_parser=command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # A sub-command's mistyped option: its own usage, not the top-level one.
+        getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

@@ -198,7 +198,7 @@ def build_command(argv: list[str] | None, doc: str, build: Callable[[str | None,
     """`python -m` of a build module (this one, `helm`): build one version (an option, with its help), or
     reuse the cached one unless `--force`; on request print where the result is; a failed build is one line
     on standard error and status 1."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0], allow_abbrev=False)
     parser.add_argument(version_option[0], dest="version", default=None, help=version_option[1],
                         metavar=version_option[0].lstrip("-").upper().replace("-", "_"))
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")

@@ -187,7 +187,7 @@ def start(paths: ControllerPaths, kubeconfig: Path, ports: Sequence[int], log: P
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("names", nargs="*", help=f"controllers to build: {', '.join(CONTROLLERS)} (default: all)")
     parser.add_argument("--force", action="store_true", help="build again even if cached")
     parser.add_argument("--print-path", action="store_true", help="print where each one is")

@@ -464,7 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m admission.localcluster.controlplane`: start a control plane and keep it running until Ctrl-C."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="Run a local Kubernetes control plane on 127.0.0.1.")
+    parser = argparse.ArgumentParser(description="Run a local Kubernetes control plane on 127.0.0.1.",
+                                     allow_abbrev=False)
     parser.add_argument("--kubernetes-version", default=None)
     parser.add_argument("--alpha-dra", action="store_true", help="turn on the alpha DRA feature gates")
     parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "draq-cp")

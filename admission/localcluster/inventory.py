@@ -56,7 +56,17 @@ def list_resource_slices(api: client.ApiClient) -> list[dict[str, Any]]:
 def format_device_table(rows: list[NodeDevices]) -> str:
     header = ("NODE", "DRIVER", "DEVICES", "PARTITIONS", "MEMORY", "PRODUCT")
     lines = [header] + [
-        (r.node, r.driver, str(r.devices), str(r.partitions), format_quantity(r.memory, "BinarySI"),
+        (r.node, r.driver, str(r.devices), str(r.partitions), memory_text(r.memory),
          ", ".join(sorted(r.products)) or "-") for r in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines)
+
+
+def memory_text(value: Fraction) -> str:
+    """Memory in its largest exact binary unit, and in GiB to one decimal when that unit is smaller
+    (8 MI300X publish 196592Mi each: `1572736Mi (1535.9Gi)`, not a rounded `1536Gi`)."""
+    exact = format_quantity(value, "BinarySI")
+    gib = value / 2**30
+    if gib < 1 or gib.denominator == 1 or exact.endswith(("Gi", "Ti", "Pi", "Ei")):
+        return exact
+    return f"{exact} ({float(gib):.1f}Gi)"

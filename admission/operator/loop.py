@@ -38,11 +38,13 @@ from admission.core.cycle import (
     Parking,
     Wait,
     WaitReason,
+    admitted_condition,
     admitted_event,
     admitted_status,
     charge_corrected_event,
     charge_corrections,
     charging_inventory,
+    current_condition,
     decide,
     extended_status,
     late_admitted_event,
@@ -53,6 +55,7 @@ from admission.core.cycle import (
     phase_change,
     slots_given_up_event,
     unreleased_members,
+    waiting_condition,
 )
 from admission.core.errors import DraqError
 from admission.core.features import gates_for, modelled_release
@@ -423,6 +426,12 @@ class Operator:
         self.metrics.released(group, admit, self.clock.now())
         # The Event tells what the record already says: it follows the release, off its critical path.
         await self.writer.event(written, "Admitted", admitted_event(admit))
+        admitted = admitted_condition(admit.cluster_queue, self.writer.now())
+        for pod in group.gated:  # only members that were told they wait
+            manifest = reading.pod_manifest(pod.namespace, pod.name)
+            if manifest is not None and current_condition(manifest) is not None:
+                await self.writer.pod_condition(self.cache.current("Pod", (pod.namespace, pod.name)) or manifest,
+                                                admitted)
 
     async def _extend(self, reading: Reading, group: GroupView, grown: Extend) -> None:
         """Late members: the group's record grows first (charge, plan), then they are released pinned."""
@@ -520,8 +529,28 @@ class Operator:
         written = await self.writer.pod_group_status(group.namespace, group.name,
                                                      pending_status(wait, len(group.pods), self.writer.now()))
         self._said[group.key] = wait.message
+        before = self._wait_written.get(group.key)
         self._wait_written[group.key] = (wait.reason, group, self.clock.monotonic())
         await self.writer.event(written, wait.reason.value, wait.message, warning=True)
+        await self._tell_members(reading, group, wait, reason_changed=before is None or before[0] is not wait.reason)
+
+    async def _tell_members(self, reading: Reading, group: GroupView, wait: Wait, reason_changed: bool) -> None:
+        """Where people look: each gated member's condition (written only when it says something else), and
+        when the reason changes an Event on the group's top-level workload and on one member."""
+        condition = waiting_condition(wait, self.writer.now())
+        members = [m for p in group.gated if (m := reading.pod_manifest(p.namespace, p.name)) is not None]
+        for manifest in members:
+            await self.writer.pod_condition(manifest, condition)
+        if not reason_changed:
+            return
+        message = condition["message"]
+        top = next((m.top for m in reading.memberships.get(group.key, {}).values() if m.top is not None), None)
+        watched = top is not None and top.kind in self.cache.reflectors
+        owner = self.cache.current(top.kind, (top.namespace, top.name)) if watched and top is not None else None
+        if owner is not None:
+            await self.writer.event(owner, wait.reason.value, message, warning=True)
+        if members:
+            await self.writer.event(members[0], wait.reason.value, message, warning=True)
 
     # ----- after admission --------------------------------------------------------------------------
     async def _advance_phases(self, reading: Reading) -> bool:

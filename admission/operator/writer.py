@@ -17,7 +17,7 @@ import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from admission.core.cycle import pinned_affinity
+from admission.core.cycle import condition_patch, pinned_affinity
 from admission.core.labels import API_VERSION, EPOCH_ANNOTATION, GATE, MANAGED_BY, MANAGED_BY_LABEL
 from admission.core.leadership import fenced_status
 from admission.core.models import ObjectRef
@@ -141,6 +141,32 @@ class Writer:
             self.cache.assume("Pod", written)
             return True
         raise KubeApiError("PATCH", f"pod {namespace}/{name}", 409, "scheduling gates kept changing")
+
+    async def pod_condition(self, pod: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
+        """Set draq's condition on a member through pods/status, only when the pod says something else
+        (`condition_patch`). Conditions that moved meanwhile (the scheduler's) are read again once; a pod
+        gone is left alone: False."""
+        meta = pod.get("metadata") or {}
+        namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+        path = kinds.PODS.object_path(namespace, name, "status")
+        current: Mapping[str, Any] | None = pod
+        for _ in range(2):
+            if current is None:
+                return False
+            operations = condition_patch(current, wanted)
+            if not operations:
+                return False
+            try:
+                written = await self.api.json_patch(path, operations)
+            except KubeApiError as err:
+                if err.status not in (404, 409, 422):
+                    raise
+                log.debug("condition of pod %s/%s not written: %s", meta.get("namespace"), meta.get("name"), err)
+                current = None if err.status == 404 else await self._reread(kinds.PODS.object_path(namespace, name))
+                continue
+            self.cache.assume("Pod", written)
+            return True
+        return False
 
     async def _pin_refused(self, pod: Mapping[str, Any], node: str, err: KubeApiError) -> None:
         """Log every refusal; a Warning Event on the pod once per (pod, node)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from admission.core.review import JsonObject, ObjectRef
@@ -122,6 +123,9 @@ class _Stores:
     def pod_group(self, namespace: str, name: str) -> JsonObject | None:
         return self._get("PodGroup", namespace, name)
 
+    def claim_template(self, namespace: str, name: str) -> JsonObject | None:
+        return self._get("ResourceClaimTemplate", namespace, name)
+
     def pending_groups(self, namespace: str, local_queue: str) -> int:
         """The larger of the LocalQueue's status.pendingGroups (the operator's last count) and its PodGroups
         pending now: each may be behind the other by a cycle."""
@@ -180,6 +184,12 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
                 lease = await self._fetch_lease(ref)
                 if lease is not None:
                     fetched.setdefault(ref.kind, {})[(ref.namespace, ref.name)] = lease
+                continue
+            if ref.kind == "ResourceClaimTemplate":  # not cached: read for a workload's decision only
+                template = await self._read(ref, partial(kinds.CLAIM_TEMPLATES.object_path, ref.namespace, ref.name),
+                                            now, "reading")
+                if template is not None:
+                    fetched.setdefault(ref.kind, {})[(ref.namespace, ref.name)] = template
                 continue
             if ref.kind in OWNER_RESOURCES and ref.kind not in self.reflectors:
                 owner = await self._fetch_owner(ref, now)

@@ -10,7 +10,8 @@ every choice; in short:
   `draq.io/queue` are). The two selectors are disjoint, so no pod is reviewed twice.
 - Pods: `failurePolicy: Fail`. A managed pod created while draq is away would run outside its
   quota; refusing it is the lesser harm, and the refusal says which webhook failed.
-- Claims and draq's own objects: `failurePolicy: Ignore`. The operator checks them again before it
+- Claims, Jobs and JobSets (their pods' devices together against the queue) and draq's own objects:
+  `failurePolicy: Ignore`. The operator checks them again before it
   admits anything, so the webhook only gives an earlier, clearer error.
 - draq's own service account is exempt from pod validation (`matchConditions`), so the operator can
   release gates even when no webhook replica answers.
@@ -23,6 +24,10 @@ every choice; in short:
 - Pod UPDATEs are sent to the validating webhook when the old pod carries draq's gate or the queue
   label, whatever the new one carries: removing the queue label first must not make the gate
   removable without draq seeing it.
+- No silent bypass: in every other namespace (unmanaged, and not a system one or draq's), a pod or a
+  workload of a kind draq groups that carries `draq.io/queue` is sent to the validating webhook (an
+  objectSelector on the label) and refused, naming the namespace label that would make draq manage
+  it. `failurePolicy: Fail`: while draq is away such a pod is refused too, never run unmanaged.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ from admission.core.labels import (
     MANAGED_LABEL,
     QUEUE_LABEL,
 )
-from admission.core.workloads import KINDS
+from admission.core.review import TOTALLED_WORKLOADS
+from admission.core.workloads import BY_KIND, KINDS
 from admission.kube import kinds
 
 MUTATING_NAME = "draq-mutating"
@@ -108,6 +114,17 @@ def scopes(draq_namespace: str) -> tuple[Scope, Scope]:
     )
 
 
+def queue_labelled_elsewhere(draq_namespace: str) -> Scope:
+    """Objects that name a queue in a namespace neither managed scope selects (nor a system one): refused."""
+    unmanaged = [
+        _not_system(draq_namespace),
+        {"key": DEFAULT_QUEUE_LABEL, "operator": "DoesNotExist"},
+        {"key": MANAGED_LABEL, "operator": "NotIn", "values": ["true"]},
+    ]
+    labelled = {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "Exists"}]}
+    return Scope("unmanaged", {"matchExpressions": unmanaged}, labelled, queue_labelled_only=True)
+
+
 def _webhook(
     name: str, client_config: dict[str, Any], rules: list[dict[str, Any]], scope: Scope, *,
     failure_policy: str, timeout: int, match_conditions: Sequence[dict[str, str]] = (),
@@ -168,6 +185,13 @@ def validating_configuration(
                                  match_conditions=[not_draq, pod_condition(scope)]))
         webhooks.append(_webhook("claims", client, claims, scope, failure_policy="Ignore",
                                  timeout=OTHER_TIMEOUT_SECONDS, object_selector=False))
+        # A Job's or JobSet's pods together over what the queue could ever hold: refused at creation.
+        webhooks.append(_webhook("workloads", client, _totalled_rules(), scope, failure_policy="Ignore",
+                                 timeout=OTHER_TIMEOUT_SECONDS, match_conditions=[not_draq]))
+    elsewhere = queue_labelled_elsewhere(draq_namespace)
+    webhooks.append(_webhook("queue-labelled", client, [_rule("", ["v1"], ["pods"], ["CREATE"]), *_workload_rules()],
+                             elsewhere, failure_policy="Fail", timeout=POD_TIMEOUT_SECONDS,
+                             match_conditions=[not_draq]))
     queues = [
         _rule(API_GROUP, [API_GROUP_VERSION], ["localqueues"], ["CREATE", "UPDATE"]),
         _rule(API_GROUP, [API_GROUP_VERSION], ["clusterqueues", "quotaunits"], ["CREATE", "UPDATE"], "Cluster"),
@@ -190,6 +214,18 @@ def validating_configuration(
     webhooks.append(_webhook("fenced-writes", client, members, own, failure_policy="Fail",
                              timeout=POD_TIMEOUT_SECONDS, match_conditions=[is_draq, stamped_condition()]))
     return _configuration("ValidatingWebhookConfiguration", VALIDATING_NAME, webhooks)
+
+
+def _workload_rules() -> list[dict[str, Any]]:
+    """CREATE of every workload kind draq groups (a rule for an API the cluster does not serve is harmless)."""
+    return [_rule(kind.api_group, [kind.api_version.rpartition("/")[2]], [kind.plural], ["CREATE"])
+            for kind in KINDS]
+
+
+def _totalled_rules() -> list[dict[str, Any]]:
+    """CREATE of the workload kinds whose total the webhook checks (`core.review.TOTALLED_WORKLOADS`)."""
+    return [_rule(group, [BY_KIND[kind].api_version.rpartition("/")[2]], [BY_KIND[kind].plural], ["CREATE"])
+            for group, kind in sorted(TOTALLED_WORKLOADS)]
 
 
 def _suspendable_rules() -> list[dict[str, Any]]:

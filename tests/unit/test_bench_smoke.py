@@ -50,7 +50,7 @@ def test_the_abuse_benchmark_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytes
     bench = importlib.import_module("bench_abuse")
     bench.main(100, 1)
     printed = capsys.readouterr().out
-    assert "team/train Admit" in printed and "92 BehindInQueue, 8 DevicesUnavailable" in printed
+    assert "team/train Admit" in printed and "92 BehindInQueue, 8 NeverAdmissible" in printed
 
 
 @pytest.fixture()

@@ -19,20 +19,18 @@ PUBLIC = {
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "Changes", "ChargeCorrection", "CycleInput",
         "CycleResult", "DEFAULT_BIND_TIMEOUT", "DEFAULT_SAFETY_SECONDS", "Evict", "Extend", "GroupDecision",
-        "GroupEvent", "GroupView", "LATE_CONDITION", "LateWait", "NODE_NAME_FIELD", "PREEMPTED", "Parking",
-        "PendingCounts", "PhaseChange", "Preempt", "Preemptions",
-        "Requeue", "STEPS", "StepTimer", "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_event", "admitted_status",
-        "backoff_seconds", "charge_corrected_event", "charge_corrections", "charging_inventory",
-        "claim_frees_room", "collect_groups",
-        "cycle_input", "decide", "due_for_requeue", "evicted_status", "extended_status", "format_time", "is_managed",
-        "late_admitted_event", "late_members", "late_wait_event", "next_phase",
-        "node_frees_room", "overdue", "parse_pod_group_claims", "parse_time",
+        "GroupEvent", "GroupView", "LATE_CONDITION", "LateWait", "NODE_NAME_FIELD", "POD_CONDITION", "PREEMPTED",
+        "Parking", "PendingCounts", "PhaseChange", "Preempt", "Preemptions", "Requeue", "STEPS", "StepTimer",
+        "TERMINAL_PHASES", "Wait", "WaitReason", "admitted_condition", "admitted_event", "admitted_status",
+        "backoff_seconds", "charge_corrected_event", "charge_corrections", "charging_inventory", "condition_patch",
+        "current_condition", "claim_frees_room", "collect_groups", "cycle_input", "decide", "due_for_requeue",
+        "evicted_status", "extended_status", "format_time", "is_managed", "late_admitted_event", "late_members",
+        "late_wait_event", "next_phase", "node_frees_room", "overdue", "parse_pod_group_claims", "parse_time",
         "pending_counts", "pending_status", "phase_change", "pin_requirement", "pinned_affinity", "plan_status",
-        "pod_frees_room",
-        "planned_allocation", "preempted_message", "preempted_status", "promised_allocations", "promised_devices",
-        "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event", "run_cycle",
-        "slots_given_up_event", "unit_failures_of", "unknown_owner_event", "unreadable_owner", "unreleased_members",
-        "victims_of", "with_owners", "with_pod_group_claims"
+        "pod_frees_room", "planned_allocation", "preempted_message", "preempted_status", "promised_allocations",
+        "promised_devices", "promised_pods", "rebuild_state", "recorded_plan", "requeue", "resized_event",
+        "run_cycle", "slots_given_up_event", "unit_failures_of", "unknown_owner_event", "unreadable_owner",
+        "unreleased_members", "victims_of", "waiting_condition", "with_owners", "with_pod_group_claims"
     ],
     "admission.core.quota": [
         "AccountingError", "Admission", "Amounts", "CelCompiler", "ChargeLine", "ChargeResult", "ClusterQueue",
@@ -69,7 +67,7 @@ PUBLIC = {
     ],
     "admission.core.review": [
         "AdmissionRequest", "Decision", "EXEMPTIBLE_OWNER_KINDS", "GatingPolicy", "JsonObject", "Lookups",
-        "MalformedReview", "ObjectRef", "QueueChoice", "device_use", "label_value",
+        "MalformedReview", "ObjectRef", "QueueChoice", "TOTALLED_WORKLOADS", "device_use", "label_value",
         "malformed_response", "mutate", "namespace_is_managed", "parse_review", "pending_cap", "pod_queue",
         "render_response", "request_uid", "uid_from_prefix", "validate"
     ],

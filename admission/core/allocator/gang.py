@@ -70,6 +70,7 @@ class GangPlacement:
     # The failed member passed the node filters nowhere: no node had room (or the right labels,
     # tolerations) for it, so devices were never the question.
     unschedulable: bool = False
+    missing_class: str = ""  # the error is a DeviceClass a request names that does not exist
 
 
 @dataclass(slots=True)
@@ -215,7 +216,8 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
             continue
         last_failure = placed or last_failure
         if last_failure is not None and last_failure.status is Status.ERROR:
-            return GangPlacement(False, reason=last_failure.message, failed_member=member.key, error=True)
+            return GangPlacement(False, reason=last_failure.message, failed_member=member.key, error=True,
+                                 missing_class=last_failure.missing_class or "")
         if deepest is None or index >= deepest[0]:
             deepest = (index, state, last_failure)
         if index == 0 or backtracks >= max_backtracks:

@@ -44,6 +44,13 @@ from admission.core.cycle.parking import (
 )
 from admission.core.cycle.pinning import NODE_NAME_FIELD, pin_requirement, pinned_affinity
 from admission.core.cycle.plans import planned_allocation, promised_allocations, recorded_plan
+from admission.core.cycle.pod_conditions import (
+    POD_CONDITION,
+    admitted_condition,
+    condition_patch,
+    current_condition,
+    waiting_condition,
+)
 from admission.core.cycle.pod_group_claims import parse_pod_group_claims, with_pod_group_claims
 from admission.core.cycle.preemption import PREEMPTED, preempted_message, preempted_status, victims_of
 from admission.core.cycle.progress import (
@@ -96,6 +103,7 @@ __all__ = [
     "DEFAULT_SAFETY_SECONDS",
     "LATE_CONDITION",
     "NODE_NAME_FIELD",
+    "POD_CONDITION",
     "PREEMPTED",
     "STEPS",
     "TERMINAL_PHASES",
@@ -119,6 +127,7 @@ __all__ = [
     "StepTimer",
     "Wait",
     "WaitReason",
+    "admitted_condition",
     "admitted_event",
     "admitted_status",
     "backoff_seconds",
@@ -127,6 +136,8 @@ __all__ = [
     "charging_inventory",
     "claim_frees_room",
     "collect_groups",
+    "condition_patch",
+    "current_condition",
     "cycle_input",
     "decide",
     "due_for_requeue",
@@ -166,6 +177,7 @@ __all__ = [
     "unreadable_owner",
     "unreleased_members",
     "victims_of",
+    "waiting_condition",
     "with_owners",
     "with_pod_group_claims",
 ]

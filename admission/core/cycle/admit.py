@@ -24,7 +24,7 @@ from admission.core.allocator import (
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import extend, late_members
-from admission.core.cycle.never import ROOM_REASONS, never_fits
+from admission.core.cycle.never import ROOM_REASONS, devices_message, never_fits
 from admission.core.cycle.nodes import promised_pods, with_pods
 from admission.core.cycle.parking import (
     ParkedWait,
@@ -96,6 +96,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     misses: dict[str, int] = {}  # per LocalQueue: groups evaluated and not admitted
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
+    idle = KnownUnfit()  # the same on the empty cluster, for every group of the cycle (`never_fits`)
     extended = extended_claims(cycle.snapshot.claims.values())
     parking = None
     parked: dict[str, ParkedWait] = {}
@@ -125,7 +126,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             decision = reused
         else:
             decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                               unfit.at(usage, nodes), extended)
+                               unfit.at(usage, nodes), extended, idle)
             if parking is not None:
                 _park(parked, parking, group, local, (sources, objects()), decision, state, plain)
         decisions.append(decision)
@@ -381,10 +382,11 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
 def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, usage: Usage,
             nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
             known: KnownUnfit | None = None,
-            extended: Mapping[tuple[str, str], ResourceClaim] | None = None) -> Admit | Wait:
+            extended: Mapping[tuple[str, str], ResourceClaim] | None = None,
+            idle: KnownUnfit | None = None) -> Admit | Wait:
     decision = _try(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps, known, extended)
-    if gang.slots and isinstance(decision, Wait) and decision.reason in ROOM_REASONS:
-        never = never_fits(group.key, gang.pods, local.cluster_queue, allocator, inventory, cycle)
+    if isinstance(decision, Wait) and decision.reason in ROOM_REASONS:
+        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle)
         if never is not None:
             return never
     return decision
@@ -398,8 +400,9 @@ def _try(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, 
     objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates, extended)
     try:
         members = members_for(gang.pods, snapshot.claims, snapshot.templates)
-    except DraqError as err:
-        return Wait(group.key, WaitReason.DEVICES, str(err), queue)
+    except DraqError as err:  # a claim or a template a member names does not exist
+        return Wait(group.key, WaitReason.MISSING, f"{err}: create it, or correct the reference (the group waits "
+                    "until then)", queue)
     level = topology_level(group, queue, cycle)  # a Wait was answered before ordering
     with steps.step(ALLOCATOR):
         if isinstance(level, TopologyLevel):
@@ -436,14 +439,10 @@ def _quota_message(reason: str, charged: ChargeResult) -> str:
 
 
 def _unplaced(group: GroupView, placed: GangPlacement, queue: str) -> Wait:
+    if placed.missing_class:
+        return Wait(group.key, WaitReason.MISSING, f"{placed.reason}: create DeviceClass {placed.missing_class} "
+                    "(kubectl get deviceclasses), or name an existing one in the claim", queue)
     reason = WaitReason.NODES if placed.unschedulable else WaitReason.DEVICES
-    return Wait(group.key, reason, _devices_message(placed), queue)
+    return Wait(group.key, reason, devices_message(placed), queue)
 
 
-def _devices_message(placed: GangPlacement) -> str:
-    message = placed.reason or "the group's pods fit on no set of nodes"
-    if placed.explanation is not None:
-        requests = [r for r in placed.explanation.requests if r.short_by] or list(placed.explanation.requests)
-        if requests:
-            message += "; " + "; ".join(r.describe() for r in requests)
-    return message

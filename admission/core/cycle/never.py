@@ -1,16 +1,19 @@
-"""Groups that waiting cannot help: a declared shape that fits neither the cluster with nothing else on it
-nor the most its ClusterQueue could ever hold (its quota and what it may borrow, with its cohort idle).
+"""Groups that waiting cannot help: members that fit neither the cluster with nothing else on it nor the
+most their ClusterQueue could ever hold (its quota and what it may borrow, with its cohort idle).
 
-Such a group waits as `NeverAdmissible`, not for devices or quota, and does not hold back its queue.
-Only declared shapes are judged so: their members are all known, so the answer cannot change until the
-owner's spec, the cluster or the queue does.
+Such a group waits as `NeverAdmissible`, not for devices or quota, and does not hold back its queue; the
+message says what would have to change. A group is judged as it is: a declared shape with all its members
+(placeholders for those not created yet), any other group with the pods it has (it is evaluated only
+once it has its minimum). The answer cannot change until the group, its owner's spec, the cluster or the
+queue does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from admission.core.allocator import Allocator, Usage, members_for, place_gang
+from admission.core.allocator import Allocator, GangPlacement, KnownUnfit, Usage, members_for, place_gang
+from admission.core.cycle.shape import Gang
 from admission.core.cycle.types import CycleInput, Wait, WaitReason
 from admission.core.errors import DraqError
 from admission.core.models import Pod
@@ -21,21 +24,26 @@ from admission.core.quota import GroupObjects, Inventory, Placement, QueueState,
 ROOM_REASONS = frozenset({WaitReason.DEVICES, WaitReason.NODES, WaitReason.QUOTA})
 
 
-def never_fits(group: str, pods: Sequence[Pod], queue: str, allocator: Allocator, inventory: Inventory,
-               cycle: CycleInput) -> Wait | None:
-    """A `NeverAdmissible` wait when the gang `pods` fits no empty cluster or no idle ClusterQueue `queue`."""
+def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, inventory: Inventory,
+               cycle: CycleInput, empty_unfit: KnownUnfit | None = None) -> Wait | None:
+    """A `NeverAdmissible` wait when the gang fits no empty cluster or no idle ClusterQueue `queue`. `empty_unfit`:
+    what did not fit on the empty cluster, shared by the cycle's groups (one search per shape)."""
+    pods = gang.pods
+    what, one = (f"its declared shape ({len(pods)} members)", True) if gang.slots else _members(pods)
     snapshot = cycle.snapshot
     try:
         members = members_for(pods, snapshot.claims, snapshot.templates)
     except DraqError:
         return None
-    placed = place_gang(allocator, members, usage=Usage(), nodes=NodeUsage())
+    placed = place_gang(allocator, members, usage=Usage(), nodes=NodeUsage(), known=empty_unfit)
     if placed.error:
         return None
+    if not placed.feasible and not cycle.never_on_cluster:
+        return None
     if not placed.feasible:
-        return Wait(group, WaitReason.NEVER_FITS, f"its declared shape ({len(pods)} members) fits on no set of "
-                    f"nodes even with nothing else running: {placed.reason}; shrink the workload or add "
-                    "nodes or devices", queue)
+        verb = "fits" if one else "fit"
+        return Wait(group, WaitReason.NEVER_FITS, f"{what} {verb} on no set of nodes even with nothing else running: "
+                    f"{devices_message(placed)}; shrink the workload or add nodes or devices that can hold it", queue)
     placement = Placement(dict(placed.placements), dict(placed.allocations))
     try:
         charge = charge_group(GroupObjects(tuple(pods), snapshot.claims, snapshot.templates), cycle.units,
@@ -45,6 +53,22 @@ def never_fits(group: str, pods: Sequence[Pod], queue: str, allocator: Allocator
     idle = QueueState.empty(cycle.state.queues.values()).fits(queue, charge)
     if idle.ok:
         return None
-    return Wait(group, WaitReason.NEVER_FITS, f"its declared shape needs {charge.describe()}, more than ClusterQueue "
-                f"{queue} can ever hold with its cohort idle ({idle.reason}); shrink the workload or raise the "
-                "queue's quota", queue)
+    verb = "needs" if one else "need"
+    return Wait(group, WaitReason.NEVER_FITS, f"{what} {verb} {charge.describe()}, more than ClusterQueue "
+                f"{queue} can ever hold with its cohort idle ({idle.reason}); shrink the workload, or raise the "
+                "queue's nominal quota or borrowing limit (or give it a cohort that can lend)", queue)
+
+
+def _members(pods: Sequence[Pod]) -> tuple[str, bool]:
+    """How a group without a declared shape is named in the message, and whether that is one thing."""
+    return (f"its pod {pods[0].key}", True) if len(pods) == 1 else (f"its {len(pods)} members", False)
+
+
+def devices_message(placed: GangPlacement) -> str:
+    """Why a gang was not placed: the allocator's reason, and what each request it could not meet lacked."""
+    message = placed.reason or "the group's pods fit on no set of nodes"
+    if placed.explanation is not None:
+        requests = [r for r in placed.explanation.requests if r.short_by] or list(placed.explanation.requests)
+        if requests:
+            message += "; " + "; ".join(r.describe() for r in requests)
+    return message

@@ -52,11 +52,12 @@ class WaitReason(StrEnum):
     UNIT_INVALID = "QuotaUnitInvalid"  # its queue quotes a unit that does not compile or fails on a device
     USAGE_UNKNOWN = "UsageUnknown"  # a record of its queue (or cohort) that may hold quota does not parse
     UNREADABLE = "PodGroupUnreadable"  # its own PodGroup does not parse: whether it is admitted is unknown
-    # its declared shape fits neither the empty cluster nor its ClusterQueue's limits: waiting cannot help
+    # its members (or declared shape) fit neither the empty cluster nor its ClusterQueue's limits: waiting cannot help
     NEVER_FITS = "NeverAdmissible"  # also: it asks a topology level its queue lacks, or no domain can hold it
     BEHIND = "BehindInQueue"  # its LocalQueue's head took this cycle's evaluations (CycleInput.queue_budget)
     PRIORITY_CAP = "PriorityAboveCap"  # its priority is above its LocalQueue's or ClusterQueue's maxPriority
     UNSEALED = "RecordNotSealed"  # its PodGroup's record was not written by draq (its seal does not verify)
+    MISSING = "ObjectMissing"  # a ResourceClaim, ResourceClaimTemplate or DeviceClass its members name does not exist
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,9 @@ class CycleInput:
     topologies: Mapping[str, Topology] = field(default_factory=dict)  # by name; those that parse
     # The groups parked by the last cycle and the counters (`cycle.parking`); None: every group is evaluated.
     parking: Parking | None = None
+    # Whether a group that fits no empty cluster waits `NeverAdmissible` (off: as DevicesUnavailable or
+    # NodesUnavailable, for capacity planning, where the cluster is what changes)
+    never_on_cluster: bool = True
 
 
 @dataclass(frozen=True, slots=True)

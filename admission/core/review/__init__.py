@@ -12,6 +12,8 @@ One module per object kind, as a controller's mutating and validating paths:
 - `claims`: ResourceClaims and ResourceClaimTemplates whose selectors do not compile or whose charge
   cannot be computed or could never fit their queue.
 - `draq_objects`: draq's own objects that reference objects that do not exist.
+- `unmanaged`, `workload_total`: pods and workloads that name a queue where draq does not manage, and Jobs
+  and JobSets whose pods together ask for more than their queue could ever hold.
 - `pod_group_status`, `epoch_check`: writes by draq's own user stamped with a leadership epoch that is
   not the current Lease's (a deposed leader's writes), or made while the Lease cannot be read:
   PodGroup status, pod updates (releases) and deletions (evictions), Job updates (suspensions).
@@ -40,9 +42,11 @@ from admission.core.review.pending_cap import pending_cap
 from admission.core.review.pod_mutation import mutate
 from admission.core.review.queue_choice import QueueChoice, namespace_is_managed, pod_queue
 from admission.core.review.validating import validate
+from admission.core.review.workload_total import TOTALLED_WORKLOADS
 
 __all__ = [
     "EXEMPTIBLE_OWNER_KINDS",
+    "TOTALLED_WORKLOADS",
     "AdmissionRequest",
     "Decision",
     "GatingPolicy",

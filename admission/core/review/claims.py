@@ -92,12 +92,12 @@ def _charge(
     class and number is charged here; one that needs to look at the devices (capacity, counters,
     weights, a unit selector, `allocationMode: All`) is charged by the operator at admission.
     """
-    units, warnings = _compiled_units(lookups)
+    units, warnings = compiled_units(lookups)
     classes = sorted({s.device_class_name for r in model.spec.requests for s in r.alternatives})
     device_classes = []
     for name in classes:
         manifest = lookups.device_class(name)
-        parsed = _parse_or_none(manifest) if manifest is not None else None
+        parsed = parse_or_none(manifest) if manifest is not None else None
         if isinstance(parsed, DeviceClass):
             device_classes.append(parsed)
     absent = [name for name in classes if name not in {c.name for c in device_classes}]
@@ -135,10 +135,9 @@ def _charge(
         known.append(unit)
     if at_admission:
         units_named = f"QuotaUnit{'s' if len(at_admission) > 1 else ''} {', '.join(at_admission)}"
-        warnings.append(
-            f"{request.describe()}: its charge in {units_named} depends on which devices are allocated, and "
-            "the webhook does not see devices, so draq computes that charge at admission, against the "
-            "cluster's devices (the pods that use it stay gated until their group fits)")
+        verb = "depend" if len(at_admission) > 1 else "depends"
+        warnings.append(f"{request.describe()}: its charge in {units_named} is computed at admission (it {verb} "
+                        "on the devices allocated)")
     try:
         return charge_group(group, known, inventory, device_selected), warnings
     except Unchargeable as err:
@@ -166,14 +165,14 @@ def _probe_pod(namespace: str, entry: Mapping[str, str]) -> Pod:
     return pod
 
 
-def _parse_or_none(manifest: JsonObject) -> object:
+def parse_or_none(manifest: JsonObject) -> object:
     try:
         return parse_object(manifest)
     except InvalidInput:
         return None
 
 
-def _compiled_units(lookups: Lookups) -> tuple[list[CompiledUnit], list[str]]:
+def compiled_units(lookups: Lookups) -> tuple[list[CompiledUnit], list[str]]:
     """Every QuotaUnit that compiles, and a warning for each that does not (the unit's own problem)."""
     units, warnings = [], []
     for manifest in lookups.quota_units():
@@ -200,7 +199,7 @@ def _could_ever_fit(
         return Decision.allow(warnings=[f"whether the claim could ever fit is not known: {err}"])
     too_big = []
     for unit, needed in charged.total:
-        ceiling = _ceiling(cluster_queue, unit)
+        ceiling = queue_ceiling(cluster_queue, unit)
         if ceiling is not None and needed > ceiling.value:
             too_big.append(f"{unit}: it asks for {format_amount(needed, ceiling.format)}, the queue can hold at "
                            f"most {ceiling}")
@@ -213,7 +212,7 @@ def _could_ever_fit(
     )
 
 
-def _ceiling(cluster_queue: ClusterQueue, unit: str) -> Quantity | None:
+def queue_ceiling(cluster_queue: ClusterQueue, unit: str) -> Quantity | None:
     """The most of a unit the queue could ever hold; None when unbounded (no quota, or free borrowing)."""
     quota = cluster_queue.quota(unit)
     if quota is None:

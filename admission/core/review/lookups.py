@@ -44,6 +44,11 @@ class Lookups(Protocol):
 
     def pod_group(self, namespace: str, name: str) -> JsonObject | None: ...
 
+    def claim_template(self, namespace: str, name: str) -> JsonObject | None:
+        """A ResourceClaimTemplate a workload's pods name; None when it is not known yet (the decision names
+        it as missing so the shell reads it) or does not exist."""
+        ...
+
     def pending_groups(self, namespace: str, local_queue: str) -> int:
         """How many groups of the LocalQueue wait for admission, as far as the lookups know."""
         ...

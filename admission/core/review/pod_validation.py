@@ -24,6 +24,7 @@ from admission.core.review.pod_mutation import maybe_stale_namespace
 from admission.core.review.queue_choice import PodRoute, QueueChoice, namespace_is_managed, pod_route
 from admission.core.review.readers import gates_of, labels_of, mapping
 from admission.core.review.topology_check import topology_level_known
+from admission.core.review.unmanaged import queue_outside_management
 
 
 def validate_pod(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
@@ -59,6 +60,9 @@ def _off_queue(request: AdmissionRequest, namespace_labels: Mapping[str, str], r
                policy: GatingPolicy) -> Decision:
     """A pod outside every queue: refused in a managed namespace whose device policy requires a queue when
     it uses devices (static pods' mirrors and pods of verified exempt owners excepted)."""
+    refusal = queue_outside_management(request, namespace_labels)
+    if refusal is not None:
+        return refusal
     stale = maybe_stale_namespace(request, namespace_labels)
     mirror = mapping(mapping(request.object).get("metadata")).get("annotations")
     if (route.exemption.exempt or not namespace_is_managed(namespace_labels)

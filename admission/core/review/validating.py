@@ -10,10 +10,13 @@ from admission.core.review.epoch_check import validate_stamped_write
 from admission.core.review.lookups import GatingPolicy, Lookups
 from admission.core.review.pod_group_status import validate_pod_group_status
 from admission.core.review.pod_validation import validate_pod
+from admission.core.review.workload_total import validate_workload_create
 from admission.core.workloads import KINDS
 
 SUSPENDABLE = frozenset((k.api_version.rpartition("/")[0], k.kind) for k in KINDS if k.suspendable)
 """The workload kinds draq suspends (a Job, JobSet, RayCluster, PyTorchJob, ...), by API group and kind."""
+WORKLOADS = frozenset((k.api_group, k.kind) for k in KINDS)
+"""Every workload kind draq groups, by API group and kind."""
 
 
 def validate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) -> Decision:
@@ -26,6 +29,8 @@ def validate(request: AdmissionRequest, lookups: Lookups, policy: GatingPolicy) 
         return validate_pod(request, lookups, policy)
     if request.operation == "UPDATE" and (kind.group, kind.kind) in SUSPENDABLE:
         return validate_stamped_write(request, lookups, policy)  # suspensions and resumptions
+    if request.operation == "CREATE" and (kind.group, kind.kind) in WORKLOADS:
+        return validate_workload_create(request, lookups)
     if request.operation not in ("CREATE", "UPDATE"):
         return Decision.allow()
     if kind.group == API_GROUP:

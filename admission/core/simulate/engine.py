@@ -20,7 +20,7 @@ from admission.core.features import FeatureGates
 from admission.core.labels import RUN_TIME_ANNOTATION
 from admission.core.simulate.cluster import SimulatedCluster
 from admission.core.simulate.results import Fate, GroupOutcome, SimulationResult, claims_of
-from admission.core.simulate.workloads import parse_duration
+from admission.core.simulate.workloads import format_duration, parse_duration
 
 DEFAULT_RUN_TIME = 3600.0
 
@@ -33,6 +33,7 @@ class SimulationSettings:
     run_times: Mapping[str, float | None] = field(default_factory=dict)  # declared, by group key
     horizon: float | None = None  # no cycle after this many seconds
     max_cycles: int = 100_000
+    never_on_cluster: bool = True  # False: groups no empty cluster holds wait for devices or nodes (planning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,7 @@ class _Run:
         self.cycle += 1
         now = self.settings.start + dt.timedelta(seconds=self.t)
         cycle_input = self.cluster.cycle_input(self.settings.gates, now)
-        result = decide(cycle_input)
+        result = decide(replace(cycle_input, never_on_cluster=self.settings.never_on_cluster))
         views = {g.key: g for g in cycle_input.groups}
         waiting = 0
         for decision in result.decisions:
@@ -154,7 +155,8 @@ class _Run:
                 ": {waiting} group(s) can never be admitted as things are"
         upcoming = max(self.t, min(due))
         if self.settings.horizon is not None and upcoming > self.settings.horizon:
-            return f"the next group finishes after the horizon (+{self.settings.horizon:g}s)"
+            return (f"stopped at the horizon (+{format_duration(self.settings.horizon)}): the next running group "
+                    f"finishes at +{format_duration(upcoming)}")
         self.t = upcoming
         for key in sorted(k for k, at in self.ends.items() if at is not None and at <= self.t):
             self.cluster = self.cluster.finished(key)

@@ -99,7 +99,7 @@ def plan_nodes(cluster: SimulatedCluster, settings: SimulationSettings, profiles
     waiting after `within` seconds) are admitted within `within` seconds of simulated time."""
     if not profiles:
         raise ValueError("plan_nodes needs at least one profile")
-    bounded = replace(settings, horizon=within)
+    bounded = replace(settings, horizon=within, never_on_cluster=False)  # the cluster is what the plan changes
     baseline = simulate(cluster, bounded, progress)
     wanted_all = tuple(targets) if targets is not None else tuple(o.group for o in baseline.waiting)
     search = _Search(cluster, bounded, profiles, make, wanted_all, progress)

@@ -90,6 +90,9 @@ class _Lookups:
     def pending_groups(self, namespace: str, local_queue: str) -> int:
         return 0
 
+    def claim_template(self, namespace: str, name: str) -> JsonObject | None:
+        return None
+
 
 def submit(manifests: Iterable[Mapping[str, Any]], namespace_labels: Mapping[str, Mapping[str, str]],
            default_namespace: str = "default") -> list[Mapping[str, Any]]:

@@ -155,11 +155,11 @@ def pod_update(old: dict[str, Any], change: Callable[[dict[str, Any]], None], us
 
 
 # ----- what is rendered ------------------------------------------------------------------------------------
-def test_the_default_render_has_five_policies_each_bound_with_deny() -> None:
+def test_the_default_render_has_six_policies_each_bound_with_deny() -> None:
     docs = render()
     found, bindings = of_kind(docs, "ValidatingAdmissionPolicy"), of_kind(docs, "ValidatingAdmissionPolicyBinding")
-    assert sorted(found) == ["draq-pod-labels", "draq-podgroup-status", "draq-token-jobs", "draq-token-pods",
-                             "draq-token-webhook-configurations"]
+    assert sorted(found) == ["draq-pod-labels", "draq-podgroup-status", "draq-token-jobs", "draq-token-pod-status",
+                             "draq-token-pods", "draq-token-webhook-configurations"]
     assert {b["spec"]["policyName"] for b in bindings.values()} == set(found)
     assert all(b["spec"]["validationActions"] == ["Deny"] for b in bindings.values())
     assert all(p["spec"]["failurePolicy"] == "Fail" for p in found.values())
@@ -331,3 +331,22 @@ def test_draqs_token_writes_only_its_own_webhook_configurations(operation: str) 
         f"draq ({DRAQ}) writes only its own webhook configurations draq-mutating and draq-validating, not "
         "all-pods-and-secrets"]
     assert refused(review("draq-mutating")) == []
+
+
+def test_draqs_pod_status_writes_set_only_its_own_condition_in_managed_namespaces() -> None:
+    waiting = {"type": "draq.io/Admitted", "status": "False", "reason": "QuotaExceeded", "message": "m"}
+    scheduled = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
+    gated = {**pod(), "status": {"phase": "Pending", "conditions": [scheduled]}}
+
+    def status_update(change: Callable[[dict[str, Any]], None], labels: dict[str, str] | None = None) -> Review:
+        return pod_update(gated, change, resource="pods/status", namespace_labels=labels)
+
+    assert refused(status_update(lambda p: p["status"]["conditions"].append(waiting))) == []
+    assert refused(status_update(lambda p: p["status"]["conditions"].pop(0))) == [
+        f"draq ({DRAQ}) may only set its condition draq.io/Admitted in the status of a pod; this write to pod "
+        f"{WORK}/p changes status.conditions"]
+    assert refused(status_update(lambda p: p["status"].update(phase="Failed"))) == [
+        f"draq ({DRAQ}) may only set its condition draq.io/Admitted in the status of a pod; this write to pod "
+        f"{WORK}/p changes status.phase"]
+    outside = refused(status_update(lambda p: p["status"]["conditions"].append(waiting), labels={}))
+    assert len(outside) == 1 and "writes pods only in namespaces it manages" in outside[0]

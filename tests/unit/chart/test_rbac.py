@@ -179,6 +179,9 @@ WRITER_CALLS = {
     "ungate": lambda w: w.ungate(NS, "p", None, node="node-0"),
     "ensure_gang": lambda w: asyncio.gather(*(w.ensure_gang(api, NS, "g", 2) for api in GANG_APIS)),
     "remove_gang": lambda w: asyncio.gather(*(w.remove_gang(api, NS, "g") for api in GANG_APIS)),
+    "pod_condition": lambda w: w.pod_condition(
+        {"metadata": {"name": "p", "namespace": NS}, "status": {"phase": "Pending"}},
+        {"type": "draq.io/Admitted", "status": "False", "reason": "QuotaExceeded", "message": "m"}),
     "delete_pod": lambda w: w.delete_pod(NS, "gone"),
     "suspend": lambda w: w.suspend(ObjectRef("Job", NS, "job"), True),
     "cluster_queue_status": lambda w: w.cluster_queue_status("main", {"pendingGroups": 0}),

@@ -5,6 +5,7 @@ Everything lives in namespace NS, in LocalQueue `lq` of ClusterQueue `main`, and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -100,6 +101,13 @@ def cycle(objects: Sequence[Manifest], queues: Iterable[ClusterQueue],
           local_queues: Iterable[LocalQueue] = LOCAL_QUEUES,
           pod_groups: Iterable[PodGroup] = (), promised: tuple[AllocationResult, ...] = ()) -> CycleResult:
     return run_cycle(cycle_input(objects, queues, local_queues, pod_groups, promised))
+
+
+def room_cycle(objects: Sequence[Manifest], queues: Iterable[ClusterQueue],
+               local_queues: Iterable[LocalQueue] = LOCAL_QUEUES) -> CycleResult:
+    """A cycle that does not judge groups against the empty cluster (as capacity planning runs it): what a
+    group lacks now, for a group that no node could ever hold as well."""
+    return run_cycle(dataclasses.replace(cycle_input(objects, queues, local_queues), never_on_cluster=False))
 
 
 def cycle_input(objects: Sequence[Manifest], queues: Iterable[ClusterQueue],

@@ -42,12 +42,29 @@ def test_groups_that_both_fit_get_different_devices() -> None:
 
 
 def test_quota_denial_names_unit_used_nominal_and_needed() -> None:
-    result = cycle(NODES + gang("big", 2, 3), [gpu_queue("main", 4)])
+    objects = NODES + gang("first", 1, 4) + gang("big", 2, 3, created="2026-01-01T00:00:05Z")
+    result = cycle(objects, [gpu_queue("main", 8)])
     waiting = result.decision(f"{NS}/big")
-    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.QUOTA
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.QUOTA  # not yet: "first" holds 4 of 8
     assert "gpus" in waiting.message and "6" in waiting.message and "4" in waiting.message
     assert "ClusterQueue main" in waiting.message
+    assert result.state.usage("main").get("gpus") == 4
+
+
+def test_a_group_over_what_its_queue_can_ever_hold_waits_as_never_admissible_with_the_fix() -> None:
+    result = cycle(NODES + gang("big", 2, 3), [gpu_queue("main", 4)])
+    waiting = result.decision(f"{NS}/big")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NEVER_FITS
+    assert waiting.message.startswith("its 2 members need gpus 6, more than ClusterQueue main can ever hold")
+    assert "raise the queue's nominal quota or borrowing limit" in waiting.message
     assert result.state.usage("main").get("gpus") == 0
+
+
+def test_a_pod_larger_than_any_node_waits_as_never_admissible_not_for_devices() -> None:
+    waiting = cycle(NODES + gang("huge", 1, 10), [gpu_queue("main", 64)]).decision(f"{NS}/huge")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NEVER_FITS
+    assert waiting.message.startswith(f"its pod {NS}/huge-0 fits on no set of nodes even with nothing else running")
+    assert waiting.message.endswith("shrink the workload or add nodes or devices that can hold it")
 
 
 def test_quota_counts_what_earlier_groups_of_the_cycle_took() -> None:
@@ -106,11 +123,12 @@ def test_cluster_queues_take_turns() -> None:
 
 
 def test_strict_fifo_blocks_later_groups_best_effort_does_not() -> None:
-    objects = NODES + gang("huge", 1, 6) + gang("small", 1, 1, created="2026-01-01T00:00:05Z")
-    strict = cycle(objects, [gpu_queue("main", 4, QueueingStrategy.STRICT_FIFO)])
+    objects = (NODES + gang("first", 1, 4) + gang("huge", 2, 3, created="2026-01-01T00:00:03Z")
+               + gang("small", 1, 1, created="2026-01-01T00:00:05Z"))
+    strict = cycle(objects, [gpu_queue("main", 8, QueueingStrategy.STRICT_FIFO)])
     blocked = strict.decision(f"{NS}/small")
     assert isinstance(blocked, Wait) and blocked.reason is WaitReason.BLOCKED and "huge" in blocked.message
-    best_effort = cycle(objects, [gpu_queue("main", 4)])
+    best_effort = cycle(objects, [gpu_queue("main", 8)])
     assert isinstance(best_effort.decision(f"{NS}/small"), Admit)
 
 

@@ -20,7 +20,16 @@ from tests.support.builders import (
     toleration,
     with_spec,
 )
-from tests.unit.cycle.cycle_builders import NS, cycle, cycle_input, gpu_queue, gpu_template, group_record, member
+from tests.unit.cycle.cycle_builders import (
+    NS,
+    cycle,
+    cycle_input,
+    gpu_queue,
+    gpu_template,
+    group_record,
+    member,
+    room_cycle,
+)
 
 ALLOCATABLE = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 
@@ -40,7 +49,7 @@ def cpu_gang(group: str, size: int, cpu: str, *, created: str = "2026-01-01T00:0
 
 
 def test_a_group_whose_pods_fit_one_by_one_but_not_together_waits_with_the_node_reason() -> None:
-    result = cycle(sized_node("node-a") + cpu_gang("g", 2, "3"), [gpu_queue("main", 8)])
+    result = room_cycle(sized_node("node-a") + cpu_gang("g", 2, "3"), [gpu_queue("main", 8)])
     waiting = result.decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
     assert waiting.reason == "NodesUnavailable"
@@ -85,8 +94,12 @@ def test_pods_already_running_on_the_node_take_their_cpu() -> None:
 
 def test_a_tainted_gpu_node_needs_a_toleration() -> None:
     tainted = sized_node("node-a", taints=[taint("nvidia.com/gpu", "present")])
-    waiting = cycle(tainted + cpu_gang("g", 1, "1"), [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    waiting = room_cycle(tainted + cpu_gang("g", 1, "1"), [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
+    # No node the cluster has could ever hold it: by default that is what the wait says, with the same reason.
+    never = cycle(tainted + cpu_gang("g", 1, "1"), [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    assert isinstance(never, Wait) and never.reason is WaitReason.NEVER_FITS
+    assert "1 node(s) had untolerated taint {nvidia.com/gpu: present}" in never.message
     assert waiting.message.endswith("0/1 nodes are available: 1 node(s) had untolerated taint "
                                     "{nvidia.com/gpu: present}")
     tolerant = cpu_gang("g", 1, "1", tolerations=[toleration("nvidia.com/gpu", operator="Exists")])
@@ -94,7 +107,8 @@ def test_a_tainted_gpu_node_needs_a_toleration() -> None:
 
 
 def test_devices_stay_the_reason_when_nodes_pass_the_filters() -> None:
-    waiting = cycle(sized_node("node-a", gpus=1) + cpu_gang("g", 2, "1"), [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    waiting = room_cycle(sized_node("node-a", gpus=1) + cpu_gang("g", 2, "1"), [gpu_queue("main", 8)]).decision(
+        f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
 
 
@@ -109,7 +123,7 @@ def test_members_anti_affine_to_each_other_go_on_different_nodes_or_wait_with_th
     admitted = cycle(sized_node("node-a") + sized_node("node-b") + anti, [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(admitted, Admit)
     assert sorted(admitted.placement.nodes.values()) == ["node-a", "node-b"]
-    waiting = cycle(sized_node("node-a") + anti, [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    waiting = room_cycle(sized_node("node-a") + anti, [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
     assert waiting.message == (f"pod {NS}/g-1 fits on no node after placing 1 other pod(s) of the group: "
                                "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules")
@@ -129,8 +143,8 @@ def test_a_member_affine_only_to_a_later_member_waits_since_the_scheduler_may_bi
     leader["metadata"]["labels"]["role"] = "leader"
     worker = with_spec(member("g-1", "g", group_min=2, template="g-gpus"), containers=cpu,
                        affinity=_required("podAffinity", {"matchLabels": {"role": "leader"}}))
-    waiting = cycle([*sized_node("node-a"), gpu_template("g-gpus", 1), leader, worker],
-                    [gpu_queue("main", 8)]).decision(f"{NS}/g")
+    waiting = room_cycle([*sized_node("node-a"), gpu_template("g-gpus", 1), leader, worker],
+                         [gpu_queue("main", 8)]).decision(f"{NS}/g")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
     assert "its required pod affinity is met only by other members of its group" in waiting.message
 
@@ -191,7 +205,7 @@ def test_dra_backed_extended_resources_are_allocated_and_charged_as_devices() ->
     pods = [with_spec(member("x-0", "x"), containers=[container(requests={"cpu": "1", resource: "2"})])]
     objects = sized_node("node-a") + pods
     plain = cycle_input(objects, [gpu_queue("main", 8)])
-    waiting = run_cycle(plain).decision(f"{NS}/x")
+    waiting = run_cycle(dataclasses.replace(plain, never_on_cluster=False)).decision(f"{NS}/x")
     assert isinstance(waiting, Wait) and waiting.reason is WaitReason.NODES
     assert waiting.message.endswith(f"0/1 nodes are available: 1 Insufficient {resource}")
     gated = dataclasses.replace(plain, gates=exactly("1.35", ["DRAExtendedResource"]))

@@ -15,12 +15,12 @@ def missing_class_group() -> list[Manifest]:
 
 def test_the_wait_names_the_missing_class() -> None:
     waiting = cycle(missing_class_group(), [gpu_queue("main", 16)]).decision(f"{NS}/g")
-    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.MISSING
     assert "claim team/g-0/gpu, request nic: could not retrieve device class no-such-class" in waiting.message
 
 
 def test_the_missing_class_is_the_reason_even_when_quota_would_not_fit() -> None:
     # The 2 GPUs are over the queue's quota of 1, but no quota makes the pod schedulable: the class does.
     waiting = cycle(missing_class_group(), [gpu_queue("main", 1)]).decision(f"{NS}/g")
-    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.MISSING
     assert "device class no-such-class does not exist" in waiting.message

@@ -75,11 +75,13 @@ def one_queue_world(gpus: int = 4, quota_gpus: int = 8) -> World:
 
 def test_a_device_wait_is_parked_and_not_evaluated_again_while_nothing_changes() -> None:
     world = one_queue_world()
-    world.pending["big"] = gang("big", 1, 6)  # 6 GPUs on a 4-GPU node
+    world.pending["a"] = gang("a", 1, 4, created="2026-01-01T00:00:00Z")
+    world.pending["big"] = gang("big", 1, 4, created="2026-01-01T00:00:01Z")  # the node's 4 GPUs, taken by a
     first = world.cycle(Parking())
     wait = first.decision("team/big")
     assert isinstance(wait, Wait) and wait.reason is WaitReason.DEVICES
     assert evaluated(first, 0.0) == {"team/big"}
+    world.apply(first)
     world.now = 5.0
     second = world.cycle(first.parking)
     assert second.decision("team/big") == wait

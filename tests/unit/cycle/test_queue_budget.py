@@ -26,7 +26,7 @@ def test_groups_past_the_misses_or_the_head_of_their_local_queue_wait_unevaluate
     cycle = replace(cycle_input(objects, [gpu_queue("main", 16)], QUEUES), queue_budget=4, queue_misses=2)
     result = run_cycle(cycle)
     reasons = {d.group: d.reason for d in result.decisions if isinstance(d, Wait)}
-    assert reasons == {"team/big-0": WaitReason.DEVICES, "team/big-1": WaitReason.DEVICES,
+    assert reasons == {"team/big-0": WaitReason.NEVER_FITS, "team/big-1": WaitReason.NEVER_FITS,
                        **{f"team/big-{i}": WaitReason.BEHIND for i in range(2, 6)}}
     assert [d.group for d in result.decisions if isinstance(d, Admit)] == ["team/small"]
     for name in ("team/big-2", "team/big-5"):  # past the misses, and past the head: one message

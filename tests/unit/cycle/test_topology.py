@@ -132,9 +132,11 @@ def test_a_gang_that_fits_no_rack_now_waits_naming_the_closest() -> None:
 
 
 def test_the_closest_rack_is_named_with_what_it_lacked() -> None:
-    # Rack a has 12 free GPUs but in pieces of 3: a 3-pod gang of 4 GPUs each fits no node there.
+    # Rack a has 12 free GPUs but in pieces of 3: a 3-pod gang of 4 GPUs each fits no node there (rack b,
+    # with 8, is too small; the cluster as a whole could hold the gang, so it is not NeverAdmissible).
     objects = [*rack_node("a-0", "a", 6), *rack_node("a-1", "a", 3), *rack_node("a-2", "a", 3),
-               *rack_node("b-0", "b", 4), *annotated(gang("g", 3, 4), TOPOLOGY_REQUIRED_ANNOTATION, "rack")]
+               *rack_node("b-0", "b", 4), *rack_node("b-1", "b", 4),
+               *annotated(gang("g", 3, 4), TOPOLOGY_REQUIRED_ANNOTATION, "rack")]
     wait = waiting(run(objects), "g")
     assert wait.reason is WaitReason.DEVICES
     assert "the closest, rack a (12 free devices), took 1 of 3 pods" in wait.message

@@ -160,3 +160,23 @@ def test_each_leaderworkerset_replica_group_is_a_gang_of_its_own() -> None:
         await operator.cache.stop()
 
     asyncio.run(go())
+
+
+def test_a_waiting_jobs_reason_is_an_event_on_the_job_and_on_one_member() -> None:
+    async def go() -> None:
+        api, clock = cluster(gpus=4), FakeClock()
+        big = job("big", 3)
+        big["metadata"]["uid"] = "uid-big"
+        api.add(big, *owned(gang("big", 3, 4), "batch/v1", "Job", "big"))  # 12 GPUs, queue of 4
+        operator = await operator_of(api, clock)
+        await settle(operator)
+        await settle(operator)
+        said = events(api, "NeverAdmissible")
+        on = sorted((e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in said)
+        assert on == [("Job", "big"), ("Pod", "big-0"), ("PodGroup", "big")]
+        job_event = next(e for e in said if e["involvedObject"]["kind"] == "Job")
+        assert job_event["involvedObject"]["uid"] == "uid-big" and job_event["type"] == "Warning"
+        assert job_event["message"].endswith(f"(details: draq why {NS}/big)")
+        await operator.cache.stop()
+
+    asyncio.run(go())

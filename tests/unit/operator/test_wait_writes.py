@@ -20,8 +20,10 @@ def status_writes(api: FakeApi, group: str) -> int:
 def test_a_wait_moved_only_by_another_admission_is_rewritten_after_the_detail_interval() -> None:
     async def go() -> None:
         api, clock = cluster(nodes=2, gpus=16), FakeClock()
-        submit(api, "wide", 1, 6)  # 6 GPUs on one pod, nodes of 4: waits for devices
+        submit(api, "hog", 1, 1)  # admitted: one node keeps 3 GPUs free
         operator = await started(api, clock)
+        await settle(operator)
+        submit(api, "wide", 2, 4)  # a whole node per pod: waits for devices (the empty cluster would hold it)
         await settle(operator)
         submit(api, "small-0", 1, 1)  # admitted: written again, as its PodGroup now exists (the group changed)
         await settle(operator)

@@ -27,7 +27,7 @@ def test_json_names_every_group_with_its_fate_nodes_and_charge(capsys: pytest.Ca
     assert {n["node"] for n in finetune["nodes"]} == {"added-h100-0", "added-h100-1"}
     assert finetune["charge"] == {"gpus": "16", "nvidia-memory": "1280Gi"}
     assert groups["serving/giant"]["fate"] == "Waiting"
-    assert groups["serving/giant"]["reason"] == "DevicesUnavailable"
+    assert groups["serving/giant"]["reason"] == "NeverAdmissible"
 
 
 def test_expect_admitted_fails_for_a_group_that_waits(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,7 +35,7 @@ def test_expect_admitted_fails_for_a_group_that_waits(capsys: pytest.CaptureFixt
     captured = capsys.readouterr()
     assert status == 1
     assert "serving/giant is not admitted in the simulation" in captured.err
-    assert "serving/giant: DevicesUnavailable:" in captured.out
+    assert "serving/giant: NeverAdmissible:" in captured.out
 
 
 def test_plan_nodes_from_files(capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,3 +93,20 @@ def test_plan_nodes_plans_whole_racks_for_groups_that_require_one(tmp_path: Path
     assert status == 0
     assert ("domain plan: the waiting groups ask for rack domains, so whole racks are planned, not loose nodes: "
             "add 1 rack(s) shaped like rack r0 (2 × h100 each, 2 node(s)): 1 of 1 waiting group(s) admitted") in out
+
+
+def test_a_mistyped_option_prints_the_sub_commands_usage_and_abbreviations_are_refused(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for wrong in (["--add-node", "h100=1"], ["--no-such-option"]):
+        with pytest.raises(SystemExit) as exited:
+            main([*BASE, *wrong])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2
+        assert err.startswith("usage: draq simulate ") and f"unrecognized arguments: {wrong[0]}" in err
+
+
+def test_plan_nodes_says_when_the_next_group_finishes_past_the_horizon(capsys: pytest.CaptureFixture[str]) -> None:
+    main([*BASE, "--plan-nodes", "h100,mi300x"])
+    out = capsys.readouterr().out
+    assert "stopped at the horizon (+0s): the next running group finishes at +1h" in out
+    assert "after the horizon" not in out

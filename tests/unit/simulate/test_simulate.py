@@ -87,10 +87,10 @@ def test_a_group_that_can_never_be_placed_is_reported_with_why() -> None:
     result = run(objects)
     giant = result.outcome("default/giant")
     assert giant.fate is Fate.WAITING
-    assert giant.reason == WaitReason.DEVICES.value
+    assert giant.reason == WaitReason.NEVER_FITS.value
     assert "wants 12" in giant.message
     assert result.stopped.startswith("nothing runs: 1 group(s) can never be admitted")
-    assert "default/giant: DevicesUnavailable:" in "\n".join(render_table(result))
+    assert "default/giant: NeverAdmissible:" in "\n".join(render_table(result))
 
 
 def test_running_groups_in_the_snapshot_finish_after_what_is_left_of_their_run_time() -> None:
@@ -155,7 +155,7 @@ def test_added_workloads_and_quota_changes_on_top_of_a_snapshot() -> None:
     added = load(gang("extra", 1, 8), GATES, namespace_labels=base.cluster.namespace_labels)
     simulated = merged(base, added).cluster
     settings = SimulationSettings(GATES, START, None)
-    assert simulate(simulated, settings).outcome("default/extra").reason == WaitReason.QUOTA.value
+    assert simulate(simulated, settings).outcome("default/extra").reason == WaitReason.NEVER_FITS.value  # 8 > 4
     raised = simulated.with_quota("cq", "gpus", "8")
     assert simulate(raised, settings).outcome("default/extra").fate is Fate.ADMITTED
 
@@ -167,7 +167,7 @@ def test_a_removed_node_takes_its_devices_and_running_groups_with_it() -> None:
     smaller, ended = simulated.without_nodes(["node-1"], drain=False)
     assert ended == ()
     waiting = simulate(smaller, settings).outcome("default/a")
-    assert waiting.fate is Fate.WAITING and waiting.reason in (WaitReason.DEVICES.value, WaitReason.NODES.value)
+    assert waiting.fate is Fate.WAITING and waiting.reason == WaitReason.NEVER_FITS.value  # one node is too few
     drained, _ = simulated.without_nodes(["node-1"], drain=True)
     assert simulate(drained, settings).outcome("default/a").fate is Fate.WAITING
 

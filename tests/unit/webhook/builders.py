@@ -26,7 +26,7 @@ CLAIM = GroupVersionKind("resource.k8s.io", "v1", "ResourceClaim")
 CLAIM_TEMPLATE = GroupVersionKind("resource.k8s.io", "v1", "ResourceClaimTemplate")
 RESOURCES = {"Pod": "pods", "Job": "jobs", "LocalQueue": "localqueues", "ClusterQueue": "clusterqueues",
              "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
-             "QuotaUnit": "quotaunits"}
+             "QuotaUnit": "quotaunits", "JobSet": "jobsets"}
 
 
 @dataclass
@@ -42,6 +42,7 @@ class FakeLookups:
     pod_groups: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     pending: dict[tuple[str, str], int] = field(default_factory=dict)
     topologies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    templates: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
@@ -77,6 +78,9 @@ class FakeLookups:
 
     def pending_groups(self, namespace: str, local_queue: str) -> int:
         return self.pending.get((namespace, local_queue), 0)
+
+    def claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.templates.get((namespace, name))
 
     def with_queue(self, namespace: str, name: str, cluster_queue: str = "cq") -> FakeLookups:
         self.local_queues[(namespace, name)] = manifests.local_queue(name, cluster_queue, namespace)

@@ -48,9 +48,8 @@ def test_a_device_dependent_charge_is_said_to_be_computed_at_admission() -> None
         decision = check(four_h100(kind=kind), lookups())
         assert decision.allowed
         assert decision.warnings == (
-            f"{kind} team-b/four-h100: its charge in QuotaUnit nvidia-memory depends on which devices are "
-            "allocated, and the webhook does not see devices, so draq computes that charge at admission, "
-            "against the cluster's devices (the pods that use it stay gated until their group fits)",)
+            f"{kind} team-b/four-h100: its charge in QuotaUnit nvidia-memory is computed at admission (it depends "
+            "on the devices allocated)",)
         assert "no device" not in decision.warnings[0] and "matches" not in decision.warnings[0]
 
 
@@ -61,7 +60,7 @@ def test_every_device_dependent_unit_is_named() -> None:
         "spec": {"weight": {"deviceClassNames": [GPU_CLASS], "expression": "1"}}}
     decision = check(four_h100(), found)
     assert decision.allowed and len(decision.warnings) == 1
-    assert "its charge in QuotaUnits nvidia-memory, weighted depends on" in decision.warnings[0]
+    assert "its charge in QuotaUnits nvidia-memory, weighted is computed at admission" in decision.warnings[0]
 
 
 def test_units_that_do_not_need_devices_are_still_checked_against_the_queue() -> None:

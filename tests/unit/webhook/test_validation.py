@@ -56,8 +56,9 @@ def test_a_pod_label_naming_another_missing_queue_is_blamed_on_the_label() -> No
     assert "kubectl label namespace" not in decision.message
 
 
-def test_pods_of_unmanaged_namespaces_are_not_checked() -> None:
-    assert check(POD, pod("x", namespace="plain", labels={QUEUE_LABEL: "nope"})).allowed
+def test_pods_of_unmanaged_namespaces_are_not_checked_unless_they_name_a_queue() -> None:
+    assert check(POD, pod("x", namespace="plain", labels={"app": "web"})).allowed
+    assert not check(POD, pod("x", namespace="plain", labels={QUEUE_LABEL: "nope"})).allowed
 
 
 def test_bad_group_min_is_denied() -> None:
