@@ -10,12 +10,12 @@ import dataclasses
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import aiohttp
 
+from admission.cli.options import cluster_options
 from admission.core.doctor import (
     DRAQ_CRDS,
     REQUIRED_RIGHTS,
@@ -41,9 +41,7 @@ CONNECT_SECONDS = 3.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(parser)
     parser.add_argument("-n", "--namespace", default="draq-system",
                         help="draq's namespace: its Services, Lease and ServiceAccount (default %(default)s)")
     parser.add_argument("--service-account", default="draq", help="draq's ServiceAccount (default %(default)s)")

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from admission.cli.allocate import load_documents
+from admission.cli.options import cluster_options
 from admission.core.errors import InvalidInput
 from admission.core.features import SUPPORTED_VERSIONS, FeatureGates, gates_for, parse_gate_flag
 from admission.core.gaps import GapInput, GapKind, GapReport, find_gaps, parse_kind, read_objects, render_text
@@ -31,9 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", dest="files", action="append", nargs="+", metavar="FILE",
                         help="read these multi-document YAML or JSON files instead of the cluster (repeatable; "
                              "- for stdin)")
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(parser)
     parser.add_argument("-n", "--namespace", dest="namespaces", action="append", default=[], metavar="NAMESPACE",
                         help="only gaps and accounts of this namespace (repeatable)")
     parser.add_argument("-q", "--queue", dest="queues", action="append", default=[], metavar="CLUSTERQUEUE",

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from admission.cli.options import cluster_options
 from admission.core.errors import DraqError
 from admission.core.views import QueueReport, queue_report, render_queues
 from admission.kube import kinds
@@ -20,9 +21,7 @@ HELP = "show usage against quota per ClusterQueue and unit (with cohort borrowin
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("queues", nargs="*", metavar="CLUSTERQUEUE", help="only these ClusterQueues (default: all)")
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(parser)
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 

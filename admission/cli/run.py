@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from admission.cli import webhook_limits
 from admission.cli.admission_policy import add_policy_options, policy_settings
+from admission.cli.options import cluster_options
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.features import SUPPORTED_VERSIONS, gates_for, normalize_version, parse_gate_flag
 from admission.core.leadership import ElectionTiming
@@ -35,9 +36,7 @@ METRICS_PORT = 8080
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(parser)
     parser.add_argument("--kubernetes-version", help="release whose DRA behaviour to follow (1.34 to 1.37; "
                         "default: the API server's own, read at start)")
     parser.add_argument("--feature-gates", default="", metavar="Gate=true,...",

@@ -17,6 +17,7 @@ from typing import Any
 
 from admission.cli.allocate import load_documents
 from admission.cli.gaps import Listing, add_model_options, manifest_files, read_cluster
+from admission.cli.options import cluster_options
 from admission.core.cycle import format_time, parse_time
 from admission.core.errors import InvalidInput
 from admission.core.features import SUPPORTED_VERSIONS, FeatureGates, gates_for, parse_gate_flag
@@ -58,9 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("the starting snapshot (default: the current cluster, read only)")
     source.add_argument("--snapshot", dest="snapshot", action="append", nargs="+", metavar="FILE",
                         help="read the cluster from these YAML or JSON files (a directory: its files) instead")
-    source.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    source.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(source)
     changes = parser.add_argument_group("changes")
     changes.add_argument("-f", "--filename", dest="files", action="append", nargs="+", default=[], metavar="FILE",
                          help="workloads to submit: Pods, Jobs, PodGroups, their claims and templates (and any "

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from admission.cli.options import cluster_options
 from admission.core.features import SUPPORTED_VERSIONS, gates_for
 from admission.core.views import TopologyReport, render_topology, topology_report
 from admission.kube import kinds
@@ -21,9 +22,7 @@ READ = (kinds.NODES, kinds.RESOURCE_SLICES, kinds.RESOURCE_CLAIMS, kinds.TOPOLOG
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topologies", nargs="*", metavar="TOPOLOGY", help="only these Topologies (default: all)")
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(parser)
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
 

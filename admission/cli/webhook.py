@@ -14,6 +14,7 @@ import yaml
 
 from admission.cli import webhook_limits
 from admission.cli.admission_policy import add_policy_options, policy_settings
+from admission.cli.options import cluster_options
 from admission.cli.run import METRICS_PORT, add_integrations, integrations_from
 from admission.core.errors import DraqError, InvalidInput
 from admission.webhook.configurations import WebhookTarget, configurations
@@ -24,9 +25,7 @@ DEFAULTS = WebhookSettings()
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(parser)
     parser.add_argument("--host", default=DEFAULTS.host, help="address to listen on (default %(default)s)")
     parser.add_argument("--port", type=int, default=DEFAULTS.port, help="port to listen on (default %(default)s)")
     parser.add_argument("--namespace", default=DEFAULTS.namespace,

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from admission.cli.options import cluster_options
 from admission.core.errors import DraqError, InvalidInput
 from admission.core.labels import GROUP_LABEL
 from admission.core.views import Why, group_of_pod, why
@@ -27,9 +28,7 @@ _KINDS = {"pod": "pod", "pods": "pod", "po": "pod", "podgroup": "group", "podgro
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="POD|GROUP", help="a pod or a PodGroup; pod/NAME or podgroup/NAME to say which")
     parser.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's, else default)")
-    parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG, ~/.kube/config, "
-                        "then the in-cluster service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    cluster_options(parser)
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument("--fail-if-waiting", action="store_true",
                         help=f"exit with status {EXIT_WAITING} when the group waits")
