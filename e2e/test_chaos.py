@@ -125,6 +125,15 @@ def processes(control_plane: ControlPlane, unique: str) -> Iterator[list[Process
 
 
 @pytest.fixture
+def namespace(control_plane: ControlPlane, unique: str) -> Iterator[str]:
+    """A namespace draq manages (in place of the shared fixture's plain one): draq's webhook, the fence
+    below, refuses queue-labelled pods in namespaces it does not manage."""
+    name = managed_namespace(control_plane, None, unique)
+    yield name
+    control_plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
 def fence(control_plane: ControlPlane, processes: list[Process], logs: Path) -> Process:
     """`draq webhook` on its own, outliving the operator replicas killed by the test: the fence on
     PodGroup status checks every write of draq's against the Lease."""
