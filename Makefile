@@ -58,7 +58,7 @@ e2e-alpha: setup
 
 # The allocator-vs-scheduler differential on the other supported releases, with their default gates
 # (1.36 and 1.37 have partitions, device taints and consumable capacity on by default).
-RELEASE_TRIALS ?= 100
+RELEASE_TRIALS ?= 60
 e2e-releases: setup
 	for v in 1.36 1.37; do \
 		$(BIN)/python -m admission.localcluster.build --kubernetes-version $$v || exit 1; \
