@@ -167,9 +167,26 @@ def timed_run(plane: ControlPlane, namespace: str, pods: int, threads: int,
         time.sleep(0.2)
     seen.stop()
     if len(seen.bound) < pods:
+        for line in unbound_report(core, namespace, set(seen.bound))[:20]:
+            print(line, flush=True)
         raise RuntimeError(f"{namespace}: only {len(seen.bound)} of {pods} pods bound within {timeout:.0f}s")
     return ([seen.bound[name] - at for name, at in created.items()],
             [seen.released.get(name, seen.bound[name]) - at for name, at in created.items()], creating)
+
+
+def unbound_report(core: Any, namespace: str, bound: set[str]) -> list[str]:
+    """One line per pod not seen bound: its gates, node selector and scheduling condition, so a failed
+    run says where the pods stopped."""
+    lines = []
+    for item in core.list_namespaced_pod(namespace).items:
+        if item.metadata.name in bound:
+            continue
+        scheduled = [f"{c.type}={c.status} {c.reason or ''} {c.message or ''}".strip()
+                     for c in item.status.conditions or []]
+        lines.append(f"  unbound {item.metadata.name}: gates={[g.name for g in item.spec.scheduling_gates or []]} "
+                     f"nodeSelector={item.spec.node_selector} affinity={bool(item.spec.affinity)} "
+                     f"conditions={scheduled}")
+    return lines
 
 
 def figures(latencies: list[float]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
+from admission.core.cycle.groups import TERMINAL_PHASES
 from admission.core.models import AllocationResult, DeviceAllocation, Pod, ResourceClaim
 from admission.core.quota import Plan, PlannedClaim, Slot
 
@@ -39,9 +40,13 @@ def planned_allocation(claim: PlannedClaim) -> AllocationResult:
     return AllocationResult(results=tuple(results))
 
 
-def promised_allocations(plan: Plan, pods: Iterable[Pod],
-                         claims: Mapping[str, ResourceClaim], namespace: str) -> tuple[AllocationResult, ...]:
-    """Devices a recorded plan still holds back: its claims that the scheduler has not allocated yet."""
+def promised_allocations(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, ResourceClaim], namespace: str,
+                         running: bool = False) -> tuple[AllocationResult, ...]:
+    """Devices a recorded plan still holds back: its claims that the scheduler has not allocated yet.
+
+    For a `running` group only a claim that exists unallocated while its member lives is held back (the
+    allocation is on its way); a claim gone with its member, or released by a finished one, holds nothing.
+    """
     by_name = {p.name: p for p in pods}
     promised = []
     for planned in plan.claims:
@@ -49,8 +54,17 @@ def promised_allocations(plan: Plan, pods: Iterable[Pod],
         claim = claims.get(f"{namespace}/{real}") if real else None
         if claim is not None and claim.allocation is not None:
             continue
+        if running and (claim is None or not _member_lives(planned.name, by_name)):
+            continue
         promised.append(planned_allocation(planned))
     return tuple(promised)
+
+
+def _member_lives(recorded: str, pods: Mapping[str, Pod]) -> bool:
+    if "/" not in recorded:  # a claim shared by name: held while the group runs
+        return True
+    pod = pods.get(recorded.partition("/")[0])
+    return pod is not None and pod.phase not in TERMINAL_PHASES
 
 
 def _real_claim_name(recorded: str, pods: Mapping[str, Pod]) -> str | None:

@@ -71,11 +71,16 @@ def rebuild_state(queues: Iterable[ClusterQueue], groups: Iterable[GroupView],
 
 
 def promised_devices(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim]) -> tuple[AllocationResult, ...]:
-    """Devices planned for admitted groups whose claims the scheduler has not allocated yet."""
+    """Devices planned for admitted or running groups whose claims are not seen allocated yet.
+
+    Running groups count too: the pod watch may report a member bound before the claim watch reports
+    the allocation the scheduler wrote first, and in between the planned devices must not look free.
+    """
     promised: list[AllocationResult] = []
     for group in groups:
-        if group.pod_group is not None and group.pod_group.phase is Phase.ADMITTED:
-            promised.extend(promised_allocations(group.pod_group.plan, group.pods, claims, group.namespace))
+        if group.pod_group is not None and group.pod_group.holds_quota:
+            running = group.pod_group.phase is Phase.RUNNING
+            promised.extend(promised_allocations(group.pod_group.plan, group.pods, claims, group.namespace, running))
     return tuple(promised)
 
 

@@ -13,7 +13,7 @@ from admission.core.cycle import (
     unreleased_members,
 )
 from admission.core.quota import Phase, PlannedClaim, cluster_queue_status
-from tests.support.builders import claim, exactly, model, pod_group, result
+from tests.support.builders import claim, exactly, model, pod, pod_group, result
 from tests.unit.cycle.cycle_builders import (
     NS,
     cycle,
@@ -104,3 +104,31 @@ def test_allocated_claims_are_not_promised_again() -> None:
     snapshot = cycle_input([shared], [gpu_queue("main", 8)]).snapshot
     assert promised_devices(groups_of([], [record]), snapshot.claims) == ()
     assert len(promised_devices(groups_of([], [record]), {})) == 1
+
+
+def test_running_groups_hold_their_plan_until_the_allocation_is_seen() -> None:
+    """The pod watch can report a member bound before the claim watch reports its allocation: the group is
+    Running by then, and its planned devices must not look free in between."""
+    shared = claim("shared", exactly("gpus"), namespace=NS, allocation=[result("gpus", "gpu-0", "node-a")])
+    planned = (("shared", ("gpu.example.com/node-a/gpu-0",)),)
+    running = group_record("g", 1, status=admitted("g", "Running", claims=planned))
+    unallocated = claim("shared", exactly("gpus"), namespace=NS)
+    waiting = cycle_input([unallocated], [gpu_queue("main", 8)]).snapshot
+    assert len(promised_devices(groups_of([], [running]), waiting.claims)) == 1
+    snapshot = cycle_input([shared], [gpu_queue("main", 8)]).snapshot
+    assert promised_devices(groups_of([], [running]), snapshot.claims) == ()
+    assert promised_devices(groups_of([], [running]), {}) == (), "a claim gone holds nothing once running"
+    finished = group_record("g", 1, status=admitted("g", "Finished", claims=planned))
+    assert promised_devices(groups_of([], [finished]), {}) == ()
+
+
+def test_running_members_that_finished_or_left_hold_no_promise() -> None:
+    planned = (("g-0/gpu", ("gpu.example.com/node-a/gpu-0",)), ("g-1/gpu", ("gpu.example.com/node-a/gpu-1",)))
+    running = group_record("g", 2, status=admitted("g", "Running", claims=planned))
+    pods = [pod(f"g-{i}", NS, queue="lq", group="g", group_min=2, gated=False, node="node-a", phase=phase,
+                templates={"gpu": "g-gpus"}, claim_statuses={"gpu": f"g-{i}-gpu"})
+            for i, phase in enumerate(("Succeeded", "Running"))]
+    claims = [claim("g-0-gpu", exactly("gpus"), namespace=NS), claim("g-1-gpu", exactly("gpus"), namespace=NS)]
+    snapshot = cycle_input(pods + claims, [gpu_queue("main", 8)]).snapshot
+    [promise] = promised_devices(groups_of(pods, [running]), snapshot.claims)
+    assert [r.device for r in promise.results] == ["gpu-1"]

@@ -70,9 +70,9 @@ def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
                 if claim is not None and claim.allocation is not None:
                     allocations[claim.key] = claim.allocation
         pods.extend(open_slot_pods(group))
-        # As the cycle's promised devices: the planned claims not allocated yet, of groups not running yet.
-        promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace) \
-            if pod_group.phase is Phase.ADMITTED else ()
+        # As the cycle's promised devices: the planned claims not seen allocated yet.
+        promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace,
+                                        pod_group.phase is Phase.RUNNING)
         found.append(Holding(group.key, admission.cluster_queue, group.priority, parse_time(pod_group.admitted_at),
                              admission.charge, (*allocations.values(), *promised), tuple(pods)))
     return tuple(found)
