@@ -167,7 +167,7 @@ def timed_run(plane: ControlPlane, namespace: str, pods: int, threads: int,
         time.sleep(0.2)
     seen.stop()
     if len(seen.bound) < pods:
-        for line in unbound_report(core, namespace, set(seen.bound))[:20]:
+        for line in unbound_report(core, namespace, set(seen.bound))[:40]:
             print(line, flush=True)
         raise RuntimeError(f"{namespace}: only {len(seen.bound)} of {pods} pods bound within {timeout:.0f}s")
     return ([seen.bound[name] - at for name, at in created.items()],
@@ -175,18 +175,38 @@ def timed_run(plane: ControlPlane, namespace: str, pods: int, threads: int,
 
 
 def unbound_report(core: Any, namespace: str, bound: set[str]) -> list[str]:
-    """One line per pod not seen bound: its gates, node selector and scheduling condition, so a failed
-    run says where the pods stopped."""
-    lines = []
-    for item in core.list_namespaced_pod(namespace).items:
-        if item.metadata.name in bound:
+    """One line per pod not seen bound: its gates, the node it is pinned to and its scheduling condition;
+    then, per such node, the pods bound or pinned there and its allocated devices, so a failed run says
+    where the pods stopped."""
+    lines, nodes = [], set()
+    pods = core.list_pod_for_all_namespaces().items
+    for item in pods:
+        if item.metadata.namespace != namespace or item.metadata.name in bound:
             continue
-        scheduled = [f"{c.type}={c.status} {c.reason or ''} {c.message or ''}".strip()
+        node = _pinned_node(item)
+        nodes.add(node)
+        scheduled = [f"{c.type}={c.status} {c.reason or ''} {(c.message or '')[:80]}".strip()
                      for c in item.status.conditions or []]
         lines.append(f"  unbound {item.metadata.name}: gates={[g.name for g in item.spec.scheduling_gates or []]} "
-                     f"nodeSelector={item.spec.node_selector} affinity={bool(item.spec.affinity)} "
-                     f"conditions={scheduled}")
+                     f"node={node} conditions={scheduled}")
+    claims = client.CustomObjectsApi(core.api_client).list_cluster_custom_object(
+        "resource.k8s.io", "v1", "resourceclaims")["items"]
+    for node in sorted(n for n in nodes if n):
+        on_node = [f"{p.metadata.namespace}/{p.metadata.name}" + ("" if p.spec.node_name else "(pinned)")
+                   for p in pods if p.spec.node_name == node or (not p.spec.node_name and _pinned_node(p) == node)]
+        devices = [f"{c['metadata']['namespace']}/{c['metadata']['name']}:{r['device']}"
+                   for c in claims for r in ((c.get("status") or {}).get("allocation") or {})
+                   .get("devices", {}).get("results", []) if r.get("pool") == node]
+        lines.append(f"  node {node}: {len(on_node)} pods {on_node}; {len(devices)} devices allocated {devices}")
     return lines
+
+
+def _pinned_node(item: Any) -> str:
+    try:
+        terms = item.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+        return str(terms[0].match_fields[0].values[0])
+    except (AttributeError, IndexError, TypeError):
+        return ""
 
 
 def figures(latencies: list[float]) -> str:

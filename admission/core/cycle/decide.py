@@ -16,7 +16,7 @@ from admission.core.cycle.admit import run_cycle
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.preemption import plan_preemptions
-from admission.core.cycle.progress import promised_devices
+from admission.core.cycle.promises import settled_promises
 from admission.core.cycle.types import CycleInput, CycleResult, Wait
 from admission.core.features import FeatureGates
 from admission.core.models import ObjectRef, Topology
@@ -48,7 +48,7 @@ def cycle_input(snapshot: Snapshot, gates: FeatureGates, groups: tuple[GroupView
     usable = tuple(u for u in units if u.name not in failing)
     named = {**(invalid or {}), **{ObjectRef("QuotaUnit", "", name): why for name, why in failing.items()}}
     return CycleInput(snapshot, gates, groups, local_queues, usable, state, device_selected,
-                      promised_devices(groups, snapshot.claims), namespace_labels, now, timer, named,
+                      settled_promises(snapshot, gates, groups), namespace_labels, now, timer, named,
                       topologies=topologies or {})
 
 

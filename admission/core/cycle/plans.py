@@ -47,8 +47,25 @@ def promised_allocations(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, R
     For a `running` group only a claim that exists unallocated while its member lives is held back (the
     allocation is on its way); a claim gone with its member, or released by a finished one, holds nothing.
     """
+    return tuple(planned_allocation(p.planned) for p in unallocated_claims(plan, pods, claims, namespace, running))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingClaim:
+    """A planned claim not allocated yet: the claim as it is now (None until it exists) and the node its
+    member is pinned to ("" for a claim shared by name)."""
+
+    planned: PlannedClaim
+    claim: ResourceClaim | None
+    node: str
+
+
+def unallocated_claims(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, ResourceClaim], namespace: str,
+                       running: bool = False) -> tuple[PendingClaim, ...]:
+    """The claims of a recorded plan that are not seen allocated yet (see `promised_allocations`)."""
     by_name = {p.name: p for p in pods}
-    promised = []
+    nodes = dict(plan.nodes)
+    pending = []
     for planned in plan.claims:
         real = _real_claim_name(planned.name, by_name)
         claim = claims.get(f"{namespace}/{real}") if real else None
@@ -56,8 +73,9 @@ def promised_allocations(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, R
             continue
         if running and (claim is None or not _member_lives(planned.name, by_name)):
             continue
-        promised.append(planned_allocation(planned))
-    return tuple(promised)
+        member, slash, _ = planned.name.partition("/")
+        pending.append(PendingClaim(planned, claim, nodes.get(member, "") if slash else ""))
+    return tuple(pending)
 
 
 def _member_lives(recorded: str, pods: Mapping[str, Pod]) -> bool:

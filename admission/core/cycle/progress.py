@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
-from admission.core.cycle.plans import promised_allocations
+from admission.core.cycle.plans import PendingClaim, planned_allocation, unallocated_claims
 from admission.core.models import AllocationResult, ResourceClaim, ResourceClaimTemplate
 from admission.core.quota import (
     Admission,
@@ -76,12 +76,18 @@ def promised_devices(groups: Iterable[GroupView], claims: Mapping[str, ResourceC
     Running groups count too: the pod watch may report a member bound before the claim watch reports
     the allocation the scheduler wrote first, and in between the planned devices must not look free.
     """
-    promised: list[AllocationResult] = []
+    return tuple(planned_allocation(p.planned) for p in pending_claims(groups, claims))
+
+
+def pending_claims(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim]) -> tuple[PendingClaim, ...]:
+    """The planned claims of admitted or running groups not seen allocated yet (see `promised_devices`)."""
+    pending: list[PendingClaim] = []
     for group in groups:
-        if group.pod_group is not None and group.pod_group.holds_quota:
-            running = group.pod_group.phase is Phase.RUNNING
-            promised.extend(promised_allocations(group.pod_group.plan, group.pods, claims, group.namespace, running))
-    return tuple(promised)
+        pod_group = group.pod_group
+        if pod_group is not None and pod_group.holds_quota:
+            pending.extend(unallocated_claims(pod_group.plan, group.pods, claims, group.namespace,
+                                              pod_group.phase is Phase.RUNNING))
+    return tuple(pending)
 
 
 def unreleased_members(group: GroupView) -> tuple[str, ...]:
