@@ -60,12 +60,51 @@ figures at most a few seconds old)."""
 def reading_gaps(reading: Reading) -> GapFigures:
     """The gap model over what the cycle read, the cached native ResourceQuotas included (as `draq gaps`
     reads them)."""
+    return gap_figures(find_gaps(gap_input(reading)))
+
+
+def gap_input(reading: Reading) -> GapInput:
     cycle = reading.cycle
-    data = GapInput(cycle.snapshot, cycle.gates, cycle.units, reading.cluster_queues, cycle.local_queues,
+    return GapInput(cycle.snapshot, cycle.gates, cycle.units, reading.cluster_queues, cycle.local_queues,
                     tuple(g.pod_group for g in cycle.groups if g.pod_group is not None),
                     cycle.namespace_labels or {}, resource_quotas=reading.resource_quotas,
                     matches=cycle.matches)
-    return gap_figures(find_gaps(data))
+
+
+class KeptGaps:
+    """`reading_gaps`, computed again only when one of its inputs is another object than last time: the
+    reader keeps every object it did not see change (`docs/operator.md`, "The cache and the snapshot"), so
+    a pass with nothing new, however many groups wait, costs a comparison per object."""
+
+    def __init__(self) -> None:
+        self._last: tuple[GapInput, GapFigures] | None = None
+
+    def __call__(self, reading: Reading) -> GapFigures:
+        data = gap_input(reading)
+        if self._last is not None and same_input(self._last[0], data):
+            return self._last[1]
+        figures = gap_figures(find_gaps(data))
+        self._last = (data, figures)
+        return figures
+
+
+def same_input(before: GapInput, now: GapInput) -> bool:
+    """Every field the same object, or a collection of the same objects (mappings: the same keys, each to the
+    same object); namespace labels, rebuilt from the cache each reading, equal."""
+    return (before.snapshot is now.snapshot and before.gates == now.gates and before.matches is now.matches
+            and _same_items(before.units, now.units) and _same_items(before.cluster_queues, now.cluster_queues)
+            and _same_items(before.pod_groups, now.pod_groups)
+            and _same_items(before.resource_quotas, now.resource_quotas)
+            and _same_values(before.local_queues, now.local_queues)
+            and before.namespace_labels == now.namespace_labels and before.notes == now.notes)
+
+
+def _same_items(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+
+
+def _same_values(before: Mapping[str, object], now: Mapping[str, object]) -> bool:
+    return before.keys() == now.keys() and all(before[key] is value for key, value in now.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +137,12 @@ class OperatorMetrics:
     """Registers the operator's metrics in `registry`; the loop calls `cycle` and `released`."""
 
     def __init__(self, registry: CollectorRegistry, leading: Callable[[], bool],
-                 gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_budget: float = GAP_BUDGET,
+                 gaps: Callable[[Reading], GapFigures] | None = None, gap_budget: float = GAP_BUDGET,
                  clock: Clock = SYSTEM_CLOCK, figures_budget: float = FIGURES_BUDGET) -> None:
         self.figures = ClusterFigures()
         self.gap_figures: GapFigures | None = None
         self.leading = leading
-        self._gaps = gaps
+        self._gaps = gaps or KeptGaps()
         self._gap_budget = gap_budget
         self._clock = clock
         self._gaps_due = 0.0  # the clock's monotonic time from which the gaps may be computed again

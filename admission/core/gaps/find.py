@@ -14,9 +14,10 @@ from admission.core.gaps.membership import Place, Placer, PodPlace, is_live
 from admission.core.gaps.native import NativeView, limit_gaps, native_accounts
 from admission.core.gaps.nodes import DoubleOffers
 from admission.core.gaps.report import Account, Gap, GapKind, GapReport, measured
+from admission.core.labels import GROUP_LABEL
 from admission.core.models import DeviceClass
 from admission.core.nodefit import pod_requests
-from admission.core.quota import CompiledUnit, Counting, Inventory, extended_resource_class
+from admission.core.quota import CompiledUnit, Counting, Inventory, Phase, extended_resource_class
 
 _SHOWN = 3
 OFF_QUEUE = frozenset({Place.OUTSIDE, Place.ALLOWED})
@@ -55,8 +56,13 @@ def _accounts(data: GapInput, holdings: Holdings) -> tuple[Account, ...]:
 
 # ----- ChargeDiffers ------------------------------------------------------------------------------
 def _charge_gaps(data: GapInput, inventory: Inventory) -> list[Gap]:
-    managed = [p for p in data.snapshot.pods.values() if is_managed(p)]
-    groups = {g.key: g for g in collect_groups(managed, data.pod_groups)}
+    # Only running groups can be corrected (`charge_corrections`), and a group's view is made from its own
+    # pods and PodGroup alone: the others, pending by the thousand, are not collected.
+    running = [g for g in data.pod_groups if g.phase is Phase.RUNNING]
+    keys = {g.key for g in running}
+    managed = [p for p in data.snapshot.pods.values()
+               if is_managed(p) and f"{p.namespace}/{p.labels[GROUP_LABEL]}" in keys]
+    groups = {g.key: g for g in collect_groups(managed, running)}
     corrections = charge_corrections(groups.values(), data.snapshot.claims, data.snapshot.templates, data.units,
                                      inventory, data.matches)
     gaps = []
@@ -128,12 +134,15 @@ def _uncounted(data: GapInput) -> list[Gap]:
     classes = tuple(data.snapshot.inventory.classes.values())
     found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
     for pod in sorted(data.snapshot.pods.values(), key=lambda p: p.key):
-        place = placer.place(pod) if is_live(pod) else None
+        if not is_live(pod):
+            continue
+        uncounted = [(resource, amount) for resource, amount in sorted(pod_requests(pod).items())
+                     if is_extended(resource) and amount and not _counted(resource, data.units, classes)]
+        place = placer.place(pod) if uncounted else None
         if place is None or place.place in OFF_QUEUE:
             continue
-        for resource, amount in sorted(pod_requests(pod).items()):
-            if is_extended(resource) and amount and not _counted(resource, data.units, classes):
-                found[(pod.namespace, place.cluster_queue, resource)].add(amount, [f"Pod {pod.key}"])
+        for resource, amount in uncounted:
+            found[(pod.namespace, place.cluster_queue, resource)].add(amount, [f"Pod {pod.key}"])
     return [Gap(GapKind.UNCOUNTED_EXTENDED, resource, entry.size,
                 f"pods of ClusterQueue {queue or '(unknown)'} request {measured(resource, entry.size)}, which no "
                 f"QuotaUnit counts: the queue does not limit it ({_listed(entry.objects)})",
