@@ -1,58 +1,110 @@
-"""The groups of one reading, kept from the last: a group whose inputs are the objects it was built from last
-time keeps its view, so thousands of groups that nothing changed for cost a few dictionary lookups each."""
+"""The groups of one reading, kept from the last: only the groups whose inputs are other objects than last time
+are built again, so thousands of groups that nothing changed for cost a set operation each, not a view."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 from admission.core.cycle import GroupView, collect_groups
 from admission.core.labels import GROUP_LABEL, QUEUE_LABEL
 from admission.core.models import Pod
 from admission.core.quota import PodGroup
 
-_Inputs = tuple[tuple[Pod, ...], PodGroup | None, str, str, bool, PodGroup | None]
-"""A group's members, PodGroup, creation time, why its PodGroup does not parse, whether its record is
-untraceable, and the record last sealed for it: all that `collect_groups` reads of one group."""
+V = TypeVar("V")
 
 
 class GroupMemo:
-    """`collect_groups`, group by group, reusing the views whose inputs are the same objects as before."""
+    """`collect_groups`, group by group, building again only the views whose inputs changed.
+
+    A group's inputs: its members, its PodGroup, its creation time, why its PodGroup does not parse, whether
+    its record is untraceable and the record last sealed for it. Members and PodGroups are told apart by
+    identity (the reader keeps every object it did not see change), the rest by value."""
 
     def __init__(self) -> None:
-        self._views: dict[str, tuple[_Inputs, GroupView]] = {}
+        self._pods: dict[int, tuple[Pod, str]] = {}  # id -> the managed pod (kept alive: ids stay unique), group
+        self._pod_groups: dict[int, PodGroup] = {}
+        self._members: dict[str, dict[int, Pod]] = {}
+        self._objects: dict[str, PodGroup] = {}
+        self._created: Mapping[str, str] = {}
+        self._unreadable: Mapping[str, str] = {}
+        self._unsealed: Mapping[str, PodGroup | None] = {}
+        self._views: dict[str, GroupView] = {}
+        self._sorted: tuple[GroupView, ...] = ()
 
     def collect(self, pods: Iterable[Pod], pod_groups: Iterable[PodGroup], created: Mapping[str, str],
                 unreadable: Mapping[str, str], unsealed: Mapping[str, PodGroup | None]) -> tuple[GroupView, ...]:
         """What `collect_groups(pods, pod_groups, created, unreadable, unsealed)` returns."""
-        members: dict[str, list[Pod]] = {}
-        for pod in pods:
-            labels = pod.labels
-            if QUEUE_LABEL in labels and GROUP_LABEL in labels:
-                members.setdefault(f"{pod.namespace}/{labels[GROUP_LABEL]}", []).append(pod)
-        objects = {g.key: g for g in pod_groups}
-        kept: dict[str, tuple[_Inputs, GroupView]] = {}
-        views = []
-        for key in sorted(members.keys() | objects.keys()):
-            inputs: _Inputs = (tuple(members.get(key, ())), objects.get(key), created.get(key, ""),
-                               unreadable.get(key, ""), key in unsealed, unsealed.get(key))
-            known = self._views.get(key)
-            view = known[1] if known is not None and _same(known[0], inputs) else _one(key, inputs)
-            kept[key] = (inputs, view)
-            views.append(view)
-        self._views = kept  # groups that are gone are forgotten
-        return tuple(views)
+        dirty = self._members_changed(pods) | self._pod_groups_changed(pod_groups)
+        dirty |= _changed(self._created, created) | _changed(self._unreadable, unreadable)
+        dirty |= _changed(self._unsealed, unsealed, by_identity=True)
+        self._created, self._unreadable, self._unsealed = created, unreadable, unsealed
+        if not dirty:
+            return self._sorted
+        keys_moved = False
+        for key in dirty:
+            members, pod_group = self._members.get(key), self._objects.get(key)
+            if not members and pod_group is None:
+                keys_moved |= self._views.pop(key, None) is not None
+                continue
+            keys_moved |= key not in self._views
+            self._views[key] = _one(key, tuple(members.values()) if members else (), pod_group,
+                                    created.get(key, ""), unreadable.get(key, ""), unsealed)
+        if keys_moved:
+            self._views = dict(sorted(self._views.items()))
+        self._sorted = tuple(self._views.values())
+        return self._sorted
+
+    def _members_changed(self, pods: Iterable[Pod]) -> set[str]:
+        """Take this reading's managed pods; the keys of the groups that gained or lost one."""
+        now: dict[int, Pod] = {id(p): p for p in pods if QUEUE_LABEL in p.labels and GROUP_LABEL in p.labels}
+        before = self._pods
+        dirty: set[str] = set()
+        for gone in before.keys() - now.keys():
+            pod, key = before.pop(gone)
+            dirty.add(key)
+            members = self._members[key]
+            del members[gone]
+            if not members:
+                del self._members[key]
+        for new in now.keys() - before.keys():
+            pod = now[new]
+            key = f"{pod.namespace}/{pod.labels[GROUP_LABEL]}"
+            before[new] = (pod, key)
+            self._members.setdefault(key, {})[new] = pod
+            dirty.add(key)
+        return dirty
+
+    def _pod_groups_changed(self, pod_groups: Iterable[PodGroup]) -> set[str]:
+        now = {id(g): g for g in pod_groups}
+        before = self._pod_groups
+        dirty: set[str] = set()
+        for gone in before.keys() - now.keys():
+            key = before.pop(gone).key
+            dirty.add(key)
+            self._objects.pop(key, None)
+        for new in now.keys() - before.keys():
+            group = before[new] = now[new]
+            dirty.add(group.key)
+            self._objects[group.key] = group
+        return dirty
 
 
-def _same(before: _Inputs, now: _Inputs) -> bool:
-    pods, pod_group, created, broken, untraceable, sealed = before
-    if pod_group is not now[1] or created != now[2] or broken != now[3] or untraceable != now[4] \
-            or sealed is not now[5] or len(pods) != len(now[0]):
-        return False
-    return all(a is b for a, b in zip(pods, now[0], strict=True))
+def _changed(before: Mapping[str, V], now: Mapping[str, V], by_identity: bool = False) -> set[str]:
+    """The keys whose value differs between the two mappings (present in one only included)."""
+    if before is now:
+        return set()
+    if not by_identity and before == now:
+        return set()
+    missing = object()
+    keys = before.keys() | now.keys()
+    if by_identity:
+        return {k for k in keys if before.get(k, missing) is not now.get(k, missing)}
+    return {k for k in keys if before.get(k, missing) != now.get(k, missing)}
 
 
-def _one(key: str, inputs: _Inputs) -> GroupView:
-    pods, pod_group, created, broken, untraceable, sealed = inputs
+def _one(key: str, pods: tuple[Pod, ...], pod_group: PodGroup | None, created: str, broken: str,
+         unsealed: Mapping[str, PodGroup | None]) -> GroupView:
     (view,) = collect_groups(pods, () if pod_group is None else (pod_group,), {key: created} if created else {},
-                             {key: broken} if broken else {}, {key: sealed} if untraceable else {})
+                             {key: broken} if broken else {}, {key: unsealed[key]} if key in unsealed else {})
     return view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from admission.core.allocator import Snapshot
 from admission.core.cycle import (
@@ -59,6 +59,8 @@ from admission.operator.grouping import GroupMemo
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate")
 # What could give a parked group room (`core.cycle.parking`): any change to these kinds, and the changes
 # the predicates below tell for the others.
@@ -114,6 +116,37 @@ class _Entry:
     bad: Unreadable | None
 
 
+class _Derived(Generic[K, V]):
+    """A mapping derived entry by entry from a kind's entries, `derive(key, entry) -> (its key, its value)`,
+    made again only for the entries that are other objects than last time; the same mapping object while
+    none is (a new one otherwise: an earlier reading's mapping never changes)."""
+
+    def __init__(self, derive: Callable[[Key, _Entry], tuple[K, V]]) -> None:
+        self._derive = derive
+        self._entries: dict[Key, _Entry] = {}
+        self._keys: dict[Key, K] = {}
+        self._value: dict[K, V] = {}
+
+    def of(self, entries: Mapping[Key, _Entry]) -> Mapping[K, V]:
+        before = self._entries
+        gone = before.keys() - entries.keys()
+        changed = [(key, entry) for key, entry in entries.items() if before.get(key) is not entry]
+        if not gone and not changed:
+            return self._value
+        value = dict(self._value)
+        for key in gone:
+            del before[key]
+            del value[self._keys.pop(key)]
+        for key, entry in changed:
+            derived_key, derived = self._derive(key, entry)
+            old_key = self._keys.get(key)
+            if old_key is not None and old_key != derived_key:
+                del value[old_key]
+            before[key], self._keys[key], value[derived_key] = entry, derived_key, derived
+        self._value = value
+        return value
+
+
 class CacheReader:
     """Parses the cache; objects that do not parse are skipped with one warning each (per version).
 
@@ -147,7 +180,13 @@ class CacheReader:
         self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
         self.workload_kinds: frozenset[str] = frozenset()  # the enabled integrations' kinds the cache watches
         self._groups = GroupMemo()
-        self._object_refs: dict[str, dict[Key, ObjectRef]] = {}
+        self._created: _Derived[str, str] = _Derived(lambda key, e: (f"{key[0]}/{key[1]}", _created(e.manifest)))
+        self._pod_manifests: _Derived[ObjectRef, Mapping[str, Any]] = _Derived(
+            lambda key, e: (ObjectRef("Pod", *key), e.manifest))
+        self._group_manifests: _Derived[ObjectRef, Mapping[str, Any]] = _Derived(
+            lambda key, e: (ObjectRef("PodGroup", *key), e.manifest))
+        empty: dict[ObjectRef, Mapping[str, Any]] = {}
+        self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
 
     def read(self) -> Reading:
         inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object, keyed=kind in ROOM_FREED)
@@ -158,8 +197,7 @@ class CacheReader:
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
         pod_groups = self._models("PodGroup", self._parse_pod_group)
         group_entries = self._parsed["PodGroup"].current
-        group_manifests = [e.manifest for e in group_entries.values()]
-        created = {f"{namespace}/{name}": _created(e.manifest) for (namespace, name), e in group_entries.items()}
+        created = self._created.of(group_entries)
         unsealed = self._remember_sealed()
         groups = self._groups.collect(managed, pod_groups, created,
                                       {b.key: b.reason for b in self._bad("PodGroup")}, unsealed)
@@ -168,16 +206,13 @@ class CacheReader:
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
         # An untraceable record whose last sealed one is known holds what that one holds (`counted_record`).
         bad = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None
-               else _own_queue(b, group_manifests, local_queues) if b.unsealed else b for b in self._bad("PodGroup")]
+               else _own_queue(b, group_entries, local_queues) if b.unsealed else b for b in self._bad("PodGroup")]
         bad += [b for kind in ("ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
         topologies = self._topologies()
         bad += self._bad("Topology") if "Topology" in self._parsed else []
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
-        pod_refs, group_refs = self._refs("Pod", pod_memo.current_kept), self._refs("PodGroup", group_entries)
-        manifests: dict[ObjectRef, Mapping[str, Any]] = {pod_refs[key]: e.manifest
-                                                         for key, e in pod_memo.current_kept.items()}
-        manifests.update({group_refs[key]: e.manifest for key, e in group_entries.items()})
+        manifests = self._manifests(pod_memo.current_kept, group_entries)
         groups, memberships = self._owned(groups, manifests)
         groups = self._with_pod_group_claims(groups)
         state, current = self._state(queues, groups, bad)
@@ -230,13 +265,16 @@ class CacheReader:
             return {}
         return {t.name: t for t in self._models("Topology", parse_topology)}
 
-    def _refs(self, kind: str, entries: Mapping[Key, Any]) -> dict[Key, ObjectRef]:
-        """The identity of each of these objects of a namespaced kind, made once per object and kept while
-        it is in the cache."""
-        known = self._object_refs.setdefault(kind, {})
-        if any(key not in known for key in entries) or len(known) > 2 * len(entries) + 64:
-            known = self._object_refs[kind] = {key: known.get(key) or ObjectRef(kind, *key) for key in entries}
-        return known
+    def _manifests(self, pods: Mapping[Key, _Entry], groups: Mapping[Key, _Entry]
+                   ) -> Mapping[ObjectRef, Mapping[str, Any]]:
+        """The managed pods' and the PodGroups' manifests by identity: the same mapping as last time while
+        neither changed."""
+        pod_manifests, group_manifests = self._pod_manifests.of(pods), self._group_manifests.of(groups)
+        parts, merged = self._merged
+        if parts[0] is not pod_manifests or parts[1] is not group_manifests:
+            merged = {**pod_manifests, **group_manifests}
+            self._merged = ((pod_manifests, group_manifests), merged)
+        return merged
 
     def _parse_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
         """A PodGroup whose record draq can trace to its own writes (`admission.core.quota.seal`); without a
@@ -450,12 +488,13 @@ class CacheReader:
             log.warning(message, *args)
 
 
-def _own_queue(bad: Unreadable, manifests: list[Mapping[str, Any]],
+def _own_queue(bad: Unreadable, entries: Mapping[Key, _Entry],
                local_queues: Mapping[str, LocalQueue]) -> Unreadable:
     """An untraceable record whose last sealed one this process never saw may hold quota only where its own
     LocalQueue admits, whatever ClusterQueue it names: a forged record must not stop another tenant's queue
     (or every queue, when it names none)."""
-    manifest = next((m for m in manifests if f"{_meta(m).get('namespace')}/{_meta(m).get('name')}" == bad.key), {})
+    manifest = next((e.manifest for e in entries.values()
+                     if f"{_meta(e.manifest).get('namespace')}/{_meta(e.manifest).get('name')}" == bad.key), {})
     spec = manifest.get("spec")
     queue = spec.get("queue") if isinstance(spec, Mapping) else None
     local = local_queues.get(f"{_meta(manifest).get('namespace')}/{queue}") if isinstance(queue, str) else None
