@@ -74,7 +74,7 @@ class Evictor:
 
     async def evict_overdue(self, reading: Reading, now: dt.datetime) -> bool:
         queues = {q.name: q for q in reading.cluster_queues}
-        groups = {g.key: g for g in reading.cycle.groups}
+        groups = reading.by_key
         changed = False
         for evict in overdue(reading.cycle.groups, queues, now, self.default_timeout):
             group = groups[evict.group]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from admission.core.allocator import Snapshot
@@ -82,9 +82,37 @@ class Reading:
     resource_quotas: tuple[ResourceQuota, ...] = ()
     # Group key -> member pod name -> its owner chain (only pods with a controller owner or a workloadRef).
     memberships: Mapping[str, Mapping[str, Membership]] = field(default_factory=dict)
+    # The reader's index of `cycle.groups` when it is of these groups (kept while they are the same tuple).
+    index: InitVar[GroupIndex | None] = None
+    groups_index: GroupIndex = field(init=False)
+
+    def __post_init__(self, index: GroupIndex | None) -> None:
+        if index is None or index.groups is not self.cycle.groups:
+            index = GroupIndex(self.cycle.groups)
+        object.__setattr__(self, "groups_index", index)
+
+    @property
+    def by_key(self) -> Mapping[str, GroupView]:
+        """`cycle.groups` by key."""
+        return self.groups_index.by_key
+
+    @property
+    def holding(self) -> tuple[GroupView, ...]:
+        """The groups whose record holds quota (admitted or running), in their order."""
+        return self.groups_index.holding
 
     def pod_manifest(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.manifests.get(ObjectRef("Pod", namespace, name))
+
+
+class GroupIndex:
+    """A reading's groups by key, and those whose record holds quota: what the loop looks up or walks, made
+    once per tuple of groups."""
+
+    def __init__(self, groups: tuple[GroupView, ...]) -> None:
+        self.groups = groups
+        self.by_key: dict[str, GroupView] = {g.key: g for g in groups}
+        self.holding = tuple(g for g in groups if g.pod_group is not None and g.pod_group.holds_quota)
 
 
 class _Parsed:
@@ -186,6 +214,7 @@ class CacheReader:
         self._group_manifests: _Derived[ObjectRef, Mapping[str, Any]] = _Derived(
             lambda key, e: (ObjectRef("PodGroup", *key), e.manifest))
         empty: dict[ObjectRef, Mapping[str, Any]] = {}
+        self._index: GroupIndex | None = None
         self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
 
     def read(self) -> Reading:
@@ -221,7 +250,9 @@ class CacheReader:
                             namespace_labels=labels, now=self.clock.now(), timer=self.clock.monotonic,
                             invalid={b.ref: b.reason for b in bad},
                             unit_failures=self._unit_failures(compiled, snapshot), topologies=topologies)
-        return Reading(cycle, queues, manifests, current, self._resource_quotas(), memberships)
+        if self._index is None or self._index.groups is not groups:
+            self._index = GroupIndex(groups)
+        return Reading(cycle, queues, manifests, current, self._resource_quotas(), memberships, self._index)
 
     def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
                ) -> tuple[tuple[GroupView, ...], dict[str, dict[str, Membership]]]:
