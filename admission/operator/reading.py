@@ -39,6 +39,7 @@ from admission.core.quota import (
     CompiledUnit,
     DraCel,
     LocalQueue,
+    Phase,
     PodGroup,
     QueueState,
     Unreadable,
@@ -106,13 +107,14 @@ class Reading:
 
 
 class GroupIndex:
-    """A reading's groups by key, and those whose record holds quota: what the loop looks up or walks, made
-    once per tuple of groups."""
+    """A reading's groups by key, those whose record holds quota and those evicted: what the loop looks up or
+    walks, made once per tuple of groups."""
 
     def __init__(self, groups: tuple[GroupView, ...]) -> None:
         self.groups = groups
         self.by_key: dict[str, GroupView] = {g.key: g for g in groups}
-        self.holding = tuple(g for g in groups if g.pod_group is not None and g.pod_group.holds_quota)
+        self.holding = tuple(g for g in groups if g.holds_quota)
+        self.evicted = tuple(g for g in groups if g.pod_group is not None and g.pod_group.phase is Phase.EVICTED)
 
 
 class _Parsed:

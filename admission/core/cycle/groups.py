@@ -45,11 +45,14 @@ class GroupView:
     # each pass of the loop, asks them of every group, thousands of which may wait.
     holds_quota: bool = field(init=False, repr=False, compare=False)
     pending: bool = field(init=False, repr=False, compare=False)
+    # Its place among waiting groups: priority first, then creation, then key (`queue_order`).
+    order: tuple[int, str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
         object.__setattr__(self, "holds_quota", self.pod_group is not None and self.pod_group.holds_quota)
         object.__setattr__(self, "pending", self._pending())
+        object.__setattr__(self, "order", (-self.priority, self.created, self.key))
 
     @property
     def ref(self) -> ObjectRef:
