@@ -3,8 +3,9 @@
 A namespace with 4 nodes of 4 GPUs and ClusterQueue `main`; the flood is `--groups` one-pod groups of 16 GPUs
 each in LocalQueue `team/lq` (they never fit a node), already evaluated and told why they wait. The tenant is a
 one-pod, one-GPU group in LocalQueue `team/tenant` of its own ClusterQueue. Timed, on an idle cluster (no
-flood) and on the flooded one: a pass with nothing changed, and the pass that admits one new tenant group
-(reading, deciding, the writes to the in-memory API of the unit tests, and the metrics). The operator runs on
+flood) and on the flooded one: a pass with nothing changed, the pass that admits one new tenant group
+(reading, deciding, the writes to the in-memory API of the unit tests, and the metrics), and the pass after
+it, which reads what that one wrote (the tenant's record, its pod released). The operator runs on
 an injected clock that moves only between passes, so the metrics' time budget never skips a computation: every
 pass here pays for the figures and the gap report, the worst case of a real operator.
 
@@ -29,7 +30,7 @@ from tests.unit.cycle.cycle_builders import NS, gpu_template, member
 from tests.unit.operator.operator_world import cluster, started, submit
 
 TENANT_QUEUE = "tenant"
-QUIET, ADMITTING = "nothing changed", "one tenant group admitted"
+QUIET, ADMITTING, ECHO = "nothing changed", "one tenant group admitted", "the next (its writes seen)"
 STAGES = ("read", "decide", "metrics", "rest")
 T = TypeVar("T")
 
@@ -110,14 +111,16 @@ async def measure(groups: int, runs: int) -> dict[str, list[float]]:
     quiet: list[float] = []
     admitting: list[float] = []
     stages = Stages(operator)
+    echo: list[float] = []
     for run in range(runs):
         quiet.append(await timed_pass(operator, clock, stages, QUIET))
         add_tenant(api, f"tenant-{run}")
         admitting.append(await timed_pass(operator, clock, stages, ADMITTING))
+        echo.append(await timed_pass(operator, clock, stages, ECHO))
         record = api.get_object("PodGroup", NS, f"tenant-{run}")
         assert record is not None and record["status"]["phase"] == "Admitted", "the tenant group was not admitted"
     await operator.cache.stop()
-    return {QUIET: quiet, ADMITTING: admitting, **stages.seconds}
+    return {QUIET: quiet, ADMITTING: admitting, ECHO: echo, **stages.seconds}
 
 
 def describe(seconds: list[float]) -> str:
@@ -133,7 +136,7 @@ def main() -> None:
     idle = asyncio.run(measure(0, args.runs))
     flooded = asyncio.run(measure(args.groups, args.runs))
     print(f"pass of the operator, idle cluster vs {args.groups} abandoned groups, {args.runs} passes each")
-    for what in (QUIET, ADMITTING):
+    for what in (QUIET, ADMITTING, ECHO):
         print(f"{what}:")
         print(f"  idle     {describe(idle[what])}")
         print(f"  flooded  {describe(flooded[what])}")

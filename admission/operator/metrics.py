@@ -20,9 +20,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from admission.core.allocator import DomainFigure, domain_figures
-from admission.core.cycle import STEPS, Admit, CycleResult, GroupView
+from admission.core.allocator import DomainFigure, Snapshot, domain_figures
+from admission.core.cycle import STEPS, Admit, CycleResult, GroupDecision, GroupView
 from admission.core.gaps import GapInput, find_gaps
+from admission.core.quota import LocalQueue
 from admission.core.telemetry import (
     AllocatedDevice,
     GapFigures,
@@ -120,17 +121,53 @@ class ClusterFigures:
     domains: tuple[DomainFigure, ...] = ()
 
 
-def cluster_figures(reading: Reading, result: CycleResult) -> ClusterFigures:
+def cluster_figures(reading: Reading, result: CycleResult, kept: KeptFigures | None = None) -> ClusterFigures:
+    """The figures of a cycle; with `kept`, those whose inputs are the same objects as last time are reused."""
     cycle = reading.cycle
-    queue_names = [q.name for q in reading.cluster_queues]
+    kept = kept or KeptFigures()
+    queue_names = tuple(q.name for q in reading.cluster_queues)
     return ClusterFigures(
         queues=queue_infos(result.state),
         units=queue_figures(result.state),
         local_units=local_queue_figures(result.state, cycle.local_queues),
-        groups=group_figures(cycle.groups, result.decisions, cycle.local_queues, queue_names),
-        published=published_devices(cycle.snapshot),
-        allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)),
+        groups=kept.groups(cycle.groups, result.decisions, cycle.local_queues, queue_names),
+        published=kept.published(cycle.snapshot),
+        allocated=kept.allocated(cycle.snapshot, cycle.groups, cycle.local_queues),
         domains=domain_figures(cycle.snapshot, cycle.gates, cycle.topologies.values(), result.usage))
+
+
+class KeptFigures:
+    """The figures that read every group or device, each made again only when an input differs from last
+    time (the snapshot: is another object; the rest: another value, which for the objects the reader kept is
+    told by identity at once). With thousands of groups waiting and nothing new, a cycle's figures cost
+    comparisons."""
+
+    def __init__(self) -> None:
+        self._groups: tuple[tuple[object, ...], GroupFigures] | None = None
+        self._published: tuple[Snapshot, Mapping[tuple[str, str], int]] | None = None
+        self._allocated: tuple[Snapshot, tuple[object, ...], tuple[AllocatedDevice, ...]] | None = None
+
+    def groups(self, groups: tuple[GroupView, ...], decisions: tuple[GroupDecision, ...],
+               local_queues: Mapping[str, LocalQueue], queue_names: tuple[str, ...]) -> GroupFigures:
+        inputs = (groups, decisions, local_queues, queue_names)
+        if self._groups is not None and self._groups[0] == inputs:
+            return self._groups[1]
+        figures = group_figures(groups, decisions, local_queues, queue_names)
+        self._groups = (inputs, figures)
+        return figures
+
+    def published(self, snapshot: Snapshot) -> Mapping[tuple[str, str], int]:
+        if self._published is None or self._published[0] is not snapshot:
+            self._published = (snapshot, published_devices(snapshot))
+        return self._published[1]
+
+    def allocated(self, snapshot: Snapshot, groups: tuple[GroupView, ...],
+                  local_queues: Mapping[str, LocalQueue]) -> tuple[AllocatedDevice, ...]:
+        known = self._allocated
+        if known is None or known[0] is not snapshot or known[1] != (groups, local_queues):
+            known = self._allocated = (snapshot, (groups, local_queues),
+                                       allocated_devices(snapshot, pod_queues(groups, local_queues)))
+        return known[2]
 
 
 class OperatorMetrics:
@@ -148,6 +185,7 @@ class OperatorMetrics:
         self._gaps_due = 0.0  # the clock's monotonic time from which the gaps may be computed again
         self._figures_budget = figures_budget
         self._figures_due = 0.0  # the same for the cluster's figures
+        self._kept_figures = KeptFigures()
         self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
                                 "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
         self._steps = Histogram("draq_cycle_step_duration_seconds", "Time one admission cycle spent in a step: "
@@ -180,7 +218,7 @@ class OperatorMetrics:
         if started < self._figures_due:
             return
         try:
-            self.figures = cluster_figures(reading, result)
+            self.figures = cluster_figures(reading, result, self._kept_figures)
         except Exception:  # metrics must never stop admission; the old figures stay
             log.exception("computing the metrics' figures failed")
         else:

@@ -173,7 +173,7 @@ def test_the_cluster_figures_keep_to_their_time_budget_on_the_injected_clock(
     clock = FakeClock()
     computed: list[float] = []
 
-    def figures(reading: Reading, result: CycleResult) -> ClusterFigures:
+    def figures(reading: Reading, result: CycleResult, kept: object = None) -> ClusterFigures:
         computed.append(clock.monotonic())
         clock.advance(0.2)  # thousands of groups: the figures take 0.2 s
         return ClusterFigures()
