@@ -156,8 +156,13 @@ class _Derived(Generic[K, V]):
         self._entries: dict[Key, _Entry] = {}
         self._keys: dict[Key, K] = {}
         self._value: dict[K, V] = {}
+        self._token: object = None
 
-    def of(self, entries: Mapping[Key, _Entry]) -> Mapping[K, V]:
+    def of(self, entries: Mapping[Key, _Entry], token: object) -> Mapping[K, V]:
+        """`token`: the kind's `_Parsed.models`, the same list while none of its entries changed."""
+        if token is self._token:
+            return self._value
+        self._token = token
         before = self._entries
         gone = before.keys() - entries.keys()
         changed = [(key, entry) for key, entry in entries.items() if before.get(key) is not entry]
@@ -217,6 +222,7 @@ class CacheReader:
             lambda key, e: (ObjectRef("PodGroup", *key), e.manifest))
         empty: dict[ObjectRef, Mapping[str, Any]] = {}
         self._index: GroupIndex | None = None
+        self._kept_groups: tuple[tuple[object, object], tuple[GroupView, ...], dict[str, PodGroup | None]] | None = None
         self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
 
     def read(self) -> Reading:
@@ -225,13 +231,9 @@ class CacheReader:
         inputs["Pod"] = self._models("Pod", _pod_or_none, keep=_has_queue_label, keyed=True)
         pod_memo = self._parsed["Pod"]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
-        managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
         pod_groups = self._models("PodGroup", self._parse_pod_group)
         group_entries = self._parsed["PodGroup"].current
-        created = self._created.of(group_entries)
-        unsealed = self._remember_sealed()
-        groups = self._groups.collect(managed, pod_groups, created,
-                                      {b.key: b.reason for b in self._bad("PodGroup")}, unsealed)
+        groups, unsealed = self._collected(pod_memo, pod_groups)
         queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
         local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue)}
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
@@ -243,7 +245,7 @@ class CacheReader:
         bad += self._bad("Topology") if "Topology" in self._parsed else []
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
-        manifests = self._manifests(pod_memo.current_kept, group_entries)
+        manifests = self._manifests(pod_memo, self._parsed["PodGroup"])
         groups, memberships = self._owned(groups, manifests)
         groups = self._with_pod_group_claims(groups)
         state, current = self._state(queues, groups, bad)
@@ -255,6 +257,22 @@ class CacheReader:
         if self._index is None or self._index.groups is not groups:
             self._index = GroupIndex(groups)
         return Reading(cycle, queues, manifests, current, self._resource_quotas(), memberships, self._index)
+
+    def _collected(self, pod_memo: _Parsed, pod_groups: list[PodGroup]
+                   ) -> tuple[tuple[GroupView, ...], dict[str, PodGroup | None]]:
+        """The groups from the managed pods and the PodGroups, and the untraceable records (`_remember_sealed`);
+        the same as last time, at once, while neither kind changed (`_models` then returns the same list)."""
+        tokens = (pod_memo.models, pod_groups)
+        kept = self._kept_groups
+        if kept is not None and kept[0][0] is tokens[0] and kept[0][1] is tokens[1]:
+            return kept[1], kept[2]
+        managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
+        created = self._created.of(self._parsed["PodGroup"].current, pod_groups)
+        unsealed = self._remember_sealed()
+        groups = self._groups.collect(managed, pod_groups, created,
+                                      {b.key: b.reason for b in self._bad("PodGroup")}, unsealed)
+        self._kept_groups = (tokens, groups, unsealed)
+        return groups, unsealed
 
     def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
                ) -> tuple[tuple[GroupView, ...], dict[str, dict[str, Membership]]]:
@@ -298,11 +316,11 @@ class CacheReader:
             return {}
         return {t.name: t for t in self._models("Topology", parse_topology)}
 
-    def _manifests(self, pods: Mapping[Key, _Entry], groups: Mapping[Key, _Entry]
-                   ) -> Mapping[ObjectRef, Mapping[str, Any]]:
+    def _manifests(self, pods: _Parsed, groups: _Parsed) -> Mapping[ObjectRef, Mapping[str, Any]]:
         """The managed pods' and the PodGroups' manifests by identity: the same mapping as last time while
         neither changed."""
-        pod_manifests, group_manifests = self._pod_manifests.of(pods), self._group_manifests.of(groups)
+        pod_manifests = self._pod_manifests.of(pods.current_kept, pods.models)
+        group_manifests = self._group_manifests.of(groups.current, groups.models)
         parts, merged = self._merged
         if parts[0] is not pod_manifests or parts[1] is not group_manifests:
             merged = {**pod_manifests, **group_manifests}
