@@ -132,14 +132,18 @@ def _held_gap(kind: GapKind, namespace: str, queue: str, unit: str, entry: _Held
 def _uncounted(data: GapInput) -> list[Gap]:
     placer = Placer(data.namespace_labels, data.local_queues, data.pod_groups)
     classes = tuple(data.snapshot.inventory.classes.values())
-    found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
-    for pod in sorted(data.snapshot.pods.values(), key=lambda p: p.key):
+    requesting = []  # the live pods that request an extended resource no unit counts, and those resources
+    for pod in data.snapshot.pods.values():
         if not is_live(pod):
             continue
         uncounted = [(resource, amount) for resource, amount in sorted(pod_requests(pod).items())
                      if is_extended(resource) and amount and not _counted(resource, data.units, classes)]
-        place = placer.place(pod) if uncounted else None
-        if place is None or place.place in OFF_QUEUE:
+        if uncounted:
+            requesting.append((pod, uncounted))
+    found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
+    for pod, uncounted in sorted(requesting, key=lambda found: found[0].key):
+        place = placer.place(pod)
+        if place.place in OFF_QUEUE:
             continue
         for resource, amount in uncounted:
             found[(pod.namespace, place.cluster_queue, resource)].add(amount, [f"Pod {pod.key}"])
