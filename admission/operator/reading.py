@@ -222,6 +222,7 @@ class CacheReader:
             lambda key, e: (ObjectRef("PodGroup", *key), e.manifest))
         empty: dict[ObjectRef, Mapping[str, Any]] = {}
         self._index: GroupIndex | None = None
+        self._state_inputs: tuple[tuple[ClusterQueue, ...], tuple[GroupView, ...], list[Unreadable]] | None = None
         self._kept_groups: tuple[tuple[object, object], tuple[GroupView, ...], dict[str, PodGroup | None]] | None = None
         self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
 
@@ -423,9 +424,15 @@ class CacheReader:
     def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...],
                bad: list[Unreadable]) -> tuple[QueueState, bool]:
         """The usage recorded in PodGroup status (unknown where an unreadable object may hold quota); when it
-        cannot be rebuilt at all, the last good usage, never an empty one."""
+        cannot be rebuilt at all, the last good usage, never an empty one. Rebuilt only when the queues or
+        groups are other objects, or the unreadable objects others, than at the last good rebuild."""
+        before = self._state_inputs
+        if before is not None and self._last_good is not None and before[1] is groups \
+                and _same_objects(before[0], queues) and before[2] == bad:
+            return self._last_good, True
         try:
             self._last_good = rebuild_state(queues, groups, bad)
+            self._state_inputs = (queues, groups, list(bad))
             return self._last_good, True
         except DraqError as err:
             kept = "keeping the last good usage" if self._last_good is not None else "no usage known yet"
@@ -550,6 +557,10 @@ def _own_queue(bad: Unreadable, entries: Mapping[Key, _Entry],
     queue = spec.get("queue") if isinstance(spec, Mapping) else None
     local = local_queues.get(f"{_meta(manifest).get('namespace')}/{queue}") if isinstance(queue, str) else None
     return replace(bad, holds_quota_in=local.cluster_queue if local is not None else "")
+
+
+def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def _pod_or_none(manifest: Mapping[str, Any]) -> Pod | None:
