@@ -3,6 +3,7 @@ are built again, so thousands of groups that nothing changed for cost a set oper
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
@@ -30,6 +31,7 @@ class GroupMemo:
         self._unreadable: Mapping[str, str] = {}
         self._unsealed: Mapping[str, PodGroup | None] = {}
         self._views: dict[str, GroupView] = {}
+        self._order: list[str] = []  # the keys of `_views`, sorted
         self._sorted: tuple[GroupView, ...] = ()
 
     def collect(self, pods: Iterable[Pod], pod_groups: Iterable[PodGroup], created: Mapping[str, str],
@@ -41,18 +43,18 @@ class GroupMemo:
         self._created, self._unreadable, self._unsealed = created, unreadable, unsealed
         if not dirty:
             return self._sorted
-        keys_moved = False
         for key in dirty:
             members, pod_group = self._members.get(key), self._objects.get(key)
             if not members and pod_group is None:
-                keys_moved |= self._views.pop(key, None) is not None
+                if self._views.pop(key, None) is not None:
+                    del self._order[bisect_left(self._order, key)]
                 continue
-            keys_moved |= key not in self._views
+            if key not in self._views:
+                insort(self._order, key)
             self._views[key] = _one(key, tuple(members.values()) if members else (), pod_group,
                                     created.get(key, ""), unreadable.get(key, ""), unsealed)
-        if keys_moved:
-            self._views = dict(sorted(self._views.items()))
-        self._sorted = tuple(self._views.values())
+        views = self._views
+        self._sorted = tuple(views[key] for key in self._order)
         return self._sorted
 
     def _members_changed(self, pods: Iterable[Pod]) -> set[str]:
