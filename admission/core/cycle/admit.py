@@ -12,6 +12,7 @@ too, its members not created yet standing in as placeholders (`cycle.shape`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from operator import attrgetter
 
 from admission.core.allocator import (
@@ -146,6 +147,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     if parking is not None:
         admitted = {d.group: d.placement.allocations.values() for d in decisions if isinstance(d, Admit)}
         after = after_cycle(parking, cycle, parked, state, admitted, any(isinstance(d, Extend) for d in decisions))
+        after = replace(after, behind={w.group: w for w in behind})
     return CycleResult(tuple(decisions), state, usage, steps.totals(), parking=after)
 
 
@@ -164,7 +166,9 @@ def _park(parked: dict[str, ParkedWait], parking: Parking, group: GroupView, loc
 
 
 def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[GroupView], list[Wait]]:
-    """The first `queue_budget` pending groups of each LocalQueue, in its order; the others wait unevaluated."""
+    """The first `queue_budget` pending groups of each LocalQueue, in its order; the others wait unevaluated
+    (with the Wait the last cycle gave them where it says the same)."""
+    kept = cycle.parking.behind if cycle.parking is not None else {}
     by_queue: dict[str, list[GroupView]] = {}
     for group in pending:
         by_queue.setdefault(f"{group.namespace}/{group.queue}", []).append(group)
@@ -179,7 +183,11 @@ def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[
         local = cycle.local_queues.get(key)
         cluster_queue = local.cluster_queue if local is not None else ""
         message = _behind_message(key, cycle)
-        behind.extend(Wait(g.key, WaitReason.BEHIND, message, cluster_queue) for g in groups[cycle.queue_budget:])
+        for group in groups[cycle.queue_budget:]:
+            wait = kept.get(group.key)
+            if wait is None or wait.message != message or wait.cluster_queue != cluster_queue:
+                wait = Wait(group.key, WaitReason.BEHIND, message, cluster_queue)
+            behind.append(wait)
     return heads, behind
 
 
