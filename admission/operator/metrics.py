@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 from admission.core.allocator import DomainFigure, Snapshot, domain_figures
 from admission.core.cycle import STEPS, Admit, CycleResult, GroupDecision, GroupView
 from admission.core.gaps import GapInput, find_gaps
+from admission.core.labels import GROUP_LABEL
 from admission.core.quota import LocalQueue
 from admission.core.telemetry import (
     AllocatedDevice,
@@ -165,9 +166,21 @@ class KeptFigures:
                   local_queues: Mapping[str, LocalQueue]) -> tuple[AllocatedDevice, ...]:
         known = self._allocated
         if known is None or known[0] is not snapshot or known[1] != (groups, local_queues):
-            known = self._allocated = (snapshot, (groups, local_queues),
-                                       allocated_devices(snapshot, pod_queues(groups, local_queues)))
+            consuming = pod_queues(_consuming_groups(snapshot, groups), local_queues)
+            known = self._allocated = (snapshot, (groups, local_queues), allocated_devices(snapshot, consuming))
         return known[2]
+
+
+def _consuming_groups(snapshot: Snapshot, groups: tuple[GroupView, ...]) -> list[GroupView]:
+    """The groups with a member that an allocated claim is reserved for: the only pods `allocated_devices`
+    looks up (a group's pods map to its queues alone, so the other groups' pods need not be made)."""
+    keys = set()
+    for claim in snapshot.allocated_claims():
+        for consumer in claim.reserved_for:
+            pod = snapshot.pods.get(f"{claim.namespace}/{consumer.name}")
+            if pod is not None and GROUP_LABEL in pod.labels:
+                keys.add(f"{pod.namespace}/{pod.labels[GROUP_LABEL]}")
+    return [g for g in groups if g.key in keys] if keys else []
 
 
 class OperatorMetrics:
