@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -15,7 +15,7 @@ from admission.core.gaps.native import NativeView, limit_gaps, native_accounts
 from admission.core.gaps.nodes import DoubleOffers
 from admission.core.gaps.report import Account, Gap, GapKind, GapReport, measured
 from admission.core.labels import GROUP_LABEL
-from admission.core.models import DeviceClass
+from admission.core.models import DeviceClass, Pod
 from admission.core.nodefit import pod_requests
 from admission.core.quota import CompiledUnit, Counting, Inventory, Phase, extended_resource_class
 
@@ -134,7 +134,7 @@ def _uncounted(data: GapInput) -> list[Gap]:
     classes = tuple(data.snapshot.inventory.classes.values())
     requesting = []  # the live pods that request an extended resource no unit counts, and those resources
     for pod in data.snapshot.pods.values():
-        if not is_live(pod):
+        if not is_live(pod) or not any(is_extended(name) for name in _resource_names(pod)):
             continue
         uncounted = [(resource, amount) for resource, amount in sorted(pod_requests(pod).items())
                      if is_extended(resource) and amount and not _counted(resource, data.units, classes)]
@@ -152,6 +152,14 @@ def _uncounted(data: GapInput) -> list[Gap]:
                 f"QuotaUnit counts: the queue does not limit it ({_listed(entry.objects)})",
                 namespace, queue, objects=tuple(entry.objects))
             for (namespace, queue, resource), entry in sorted(found.items())]
+
+
+def _resource_names(pod: Pod) -> Iterator[str]:
+    """Every resource name `pod_requests` can give the pod (its pod-level resources are native ones only)."""
+    for container in (*pod.containers, *pod.init_containers):
+        yield from container.limits
+        yield from container.requests
+    yield from pod.overhead
 
 
 def _counted(resource: str, units: tuple[CompiledUnit, ...], classes: tuple[DeviceClass, ...]) -> bool:
