@@ -25,6 +25,8 @@ class GroupMemo:
     def __init__(self) -> None:
         self._pods: dict[int, tuple[Pod, str]] = {}  # id -> the managed pod (kept alive: ids stay unique), group
         self._pod_groups: dict[int, PodGroup] = {}
+        self._by_pod_key: dict[str, Pod] = {}  # the managed pods by their own key
+        self._collected = False
         self._members: dict[str, dict[int, Pod]] = {}
         self._objects: dict[str, PodGroup] = {}
         self._created: Mapping[str, str] = {}
@@ -35,9 +37,17 @@ class GroupMemo:
         self._sorted: tuple[GroupView, ...] = ()
 
     def collect(self, pods: Iterable[Pod], pod_groups: Iterable[PodGroup], created: Mapping[str, str],
-                unreadable: Mapping[str, str], unsealed: Mapping[str, PodGroup | None]) -> tuple[GroupView, ...]:
-        """What `collect_groups(pods, pod_groups, created, unreadable, unsealed)` returns."""
-        dirty = self._members_changed(pods) | self._pod_groups_changed(pod_groups)
+                unreadable: Mapping[str, str], unsealed: Mapping[str, PodGroup | None],
+                changed_pods: tuple[Mapping[str, Pod], Iterable[str]] | None = None) -> tuple[GroupView, ...]:
+        """What `collect_groups(pods, pod_groups, created, unreadable, unsealed)` returns. `changed_pods`: every
+        pod by key and the keys changed since the last call, when known; then `pods` is not read (and those
+        pods are taken from the mapping: the managed ones are those with both of draq's labels)."""
+        if changed_pods is not None and self._collected:
+            dirty = self._pods_changed(*changed_pods)
+        else:
+            dirty = self._members_changed(pods if changed_pods is None else changed_pods[0].values())
+        self._collected = True
+        dirty |= self._pod_groups_changed(pod_groups)
         dirty |= _changed(self._created, created) | _changed(self._unreadable, unreadable)
         dirty |= _changed(self._unsealed, unsealed, by_identity=True)
         self._created, self._unreadable, self._unsealed = created, unreadable, unsealed
@@ -59,23 +69,43 @@ class GroupMemo:
 
     def _members_changed(self, pods: Iterable[Pod]) -> set[str]:
         """Take this reading's managed pods; the keys of the groups that gained or lost one."""
-        now: dict[int, Pod] = {id(p): p for p in pods if QUEUE_LABEL in p.labels and GROUP_LABEL in p.labels}
+        now: dict[int, Pod] = {id(p): p for p in pods if _managed(p)}
         before = self._pods
-        dirty: set[str] = set()
-        for gone in before.keys() - now.keys():
-            pod, key = before.pop(gone)
-            dirty.add(key)
-            members = self._members[key]
-            del members[gone]
-            if not members:
-                del self._members[key]
-        for new in now.keys() - before.keys():
-            pod = now[new]
-            key = f"{pod.namespace}/{pod.labels[GROUP_LABEL]}"
-            before[new] = (pod, key)
-            self._members.setdefault(key, {})[new] = pod
-            dirty.add(key)
+        dirty = {self._leave(gone) for gone in before.keys() - now.keys()}
+        dirty.update(self._join(now[new]) for new in now.keys() - before.keys())
         return dirty
+
+    def _pods_changed(self, by_key: Mapping[str, Pod], changed: Iterable[str]) -> set[str]:
+        """The same from the pods whose keys changed alone."""
+        dirty: set[str] = set()
+        for pod_key in changed:
+            old = self._by_pod_key.get(pod_key)
+            new = by_key.get(pod_key)
+            if new is not None and not _managed(new):
+                new = None
+            if old is not None and old is not new:
+                dirty.add(self._leave(id(old)))
+            if new is not None and old is not new:
+                dirty.add(self._join(new))
+        return dirty
+
+    def _leave(self, gone: int) -> str:
+        """A managed pod that left (or was replaced by another object): its group's key."""
+        pod, key = self._pods.pop(gone)
+        if self._by_pod_key.get(pod.key) is pod:
+            del self._by_pod_key[pod.key]
+        members = self._members[key]
+        del members[gone]
+        if not members:
+            del self._members[key]
+        return key
+
+    def _join(self, pod: Pod) -> str:
+        key = f"{pod.namespace}/{pod.labels[GROUP_LABEL]}"
+        self._pods[id(pod)] = (pod, key)
+        self._by_pod_key[pod.key] = pod
+        self._members.setdefault(key, {})[id(pod)] = pod
+        return key
 
     def _pod_groups_changed(self, pod_groups: Iterable[PodGroup]) -> set[str]:
         now = {id(g): g for g in pod_groups}
@@ -90,6 +120,10 @@ class GroupMemo:
             dirty.add(group.key)
             self._objects[group.key] = group
         return dirty
+
+
+def _managed(pod: Pod) -> bool:
+    return QUEUE_LABEL in pod.labels and GROUP_LABEL in pod.labels
 
 
 def _changed(before: Mapping[str, V], now: Mapping[str, V], by_identity: bool = False) -> set[str]:

@@ -267,11 +267,13 @@ class CacheReader:
         kept = self._kept_groups
         if kept is not None and kept[0][0] is tokens[0] and kept[0][1] is tokens[1]:
             return kept[1], kept[2]
-        managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
+        changed = pod_memo.changed_keys
+        managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None] if changed is None else []
         created = self._created.of(self._parsed["PodGroup"].current, pod_groups)
         unsealed = self._remember_sealed()
         groups = self._groups.collect(managed, pod_groups, created,
-                                      {b.key: b.reason for b in self._bad("PodGroup")}, unsealed)
+                                      {b.key: b.reason for b in self._bad("PodGroup")}, unsealed,
+                                      None if changed is None else (pod_memo.by_key, changed))
         self._kept_groups = (tokens, groups, unsealed)
         return groups, unsealed
 
