@@ -270,7 +270,8 @@ class CacheReader:
         changed = pod_memo.changed_keys
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None] if changed is None else []
         created = self._created.of(self._parsed["PodGroup"].current, pod_groups)
-        unsealed = self._remember_sealed()
+        only_pods = kept is not None and kept[0][1] is pod_groups
+        unsealed = kept[2] if kept is not None and only_pods else self._remember_sealed()
         groups = self._groups.collect(managed, pod_groups, created,
                                       {b.key: b.reason for b in self._bad("PodGroup")}, unsealed,
                                       None if changed is None else (pod_memo.by_key, changed))
