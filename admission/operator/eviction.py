@@ -74,9 +74,9 @@ class Evictor:
 
     async def evict_overdue(self, reading: Reading, now: dt.datetime) -> bool:
         queues = {q.name: q for q in reading.cluster_queues}
-        groups = {g.key: g for g in reading.cycle.groups}
+        groups = reading.by_key
         changed = False
-        for evict in overdue(reading.cycle.groups, queues, now, self.default_timeout):
+        for evict in overdue(reading.groups_index.holding, queues, now, self.default_timeout):  # admitted only
             group = groups[evict.group]
             targets = _targets(reading, group)
             manifest = reading.manifests.get(group.ref) or {}
@@ -117,7 +117,7 @@ class Evictor:
     async def finish_evictions(self, reading: Reading) -> bool:
         """Evicted groups whose members are still there (a crash after the record): remove them now."""
         changed = False
-        for group in reading.cycle.groups:
+        for group in reading.groups_index.evicted:
             pod_group = group.pod_group
             if pod_group is None or pod_group.phase is not Phase.EVICTED or not _still_running(group):
                 continue
@@ -130,7 +130,7 @@ class Evictor:
         """Resume the suspended owners of evicted groups whose backoff has passed; their new pods queue again.
         One another writer resumed earlier is left as it is: its new pods stayed gated through the backoff."""
         changed = False
-        for group in due_for_requeue(reading.cycle.groups, now):
+        for group in due_for_requeue(reading.groups_index.evicted, now):
             resumed = requeue(group)
             for owner in resumed.objects:
                 await self.writer.suspend(owner, False)

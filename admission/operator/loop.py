@@ -308,7 +308,7 @@ class Operator:
         changes = Changes(self.reader.capacity_epoch, self.clock.monotonic())
         result = await self._decide(replace(reading.cycle, parking=self._parking.fed(changes)))
         self._parking = result.parking or self._parking
-        groups = {g.key: g for g in reading.cycle.groups}
+        groups = reading.by_key
         gate = asyncio.Semaphore(WRITE_CONCURRENCY)
 
         async def write(decision: GroupDecision) -> None:
@@ -479,7 +479,7 @@ class Operator:
 
     async def _finish_releases(self, reading: Reading) -> bool:
         changed = False
-        for group in reading.cycle.groups:
+        for group in reading.holding:  # only a group that holds quota has members to release
             names = unreleased_members(group)
             if not names:
                 continue
@@ -555,7 +555,7 @@ class Operator:
     # ----- after admission --------------------------------------------------------------------------
     async def _advance_phases(self, reading: Reading) -> bool:
         changed = False
-        for group in reading.cycle.groups:
+        for group in reading.holding:  # only a group that holds quota moves on
             phase = next_phase(group)
             if phase is None:
                 continue
@@ -573,7 +573,7 @@ class Operator:
     async def _correct_charges(self, reading: Reading) -> bool:
         """Running groups: the recorded charge follows what their claims really hold."""
         cycle = reading.cycle
-        running = [g for g in cycle.groups if g.pod_group is not None and g.pod_group.phase is Phase.RUNNING]
+        running = [g for g in reading.holding if g.pod_group is not None and g.pod_group.phase is Phase.RUNNING]
         if not running:
             return False
         inventory = charging_inventory(cycle.snapshot, self.gates)
@@ -595,7 +595,7 @@ class Operator:
         return changed
 
     async def _write_queue_status(self, reading: Reading, state: QueueState, waiting: tuple[Wait, ...]) -> None:
-        pending = pending_counts(waiting, {g.key: g for g in reading.cycle.groups})
+        pending = pending_counts(waiting, reading.by_key)
         for queue in reading.cluster_queues:
             status = cluster_queue_status(state, queue.name, pending.cluster_queues.get(queue.name, 0))
             if self._queue_status.get(f"cq {queue.name}") != status:

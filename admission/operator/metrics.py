@@ -20,9 +20,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from admission.core.allocator import DomainFigure, domain_figures
-from admission.core.cycle import STEPS, Admit, CycleResult, GroupView
+from admission.core.allocator import DomainFigure, Snapshot, domain_figures
+from admission.core.cycle import STEPS, Admit, CycleResult, GroupDecision, GroupView
 from admission.core.gaps import GapInput, find_gaps
+from admission.core.labels import GROUP_LABEL
+from admission.core.quota import LocalQueue
 from admission.core.telemetry import (
     AllocatedDevice,
     GapFigures,
@@ -60,12 +62,51 @@ figures at most a few seconds old)."""
 def reading_gaps(reading: Reading) -> GapFigures:
     """The gap model over what the cycle read, the cached native ResourceQuotas included (as `draq gaps`
     reads them)."""
+    return gap_figures(find_gaps(gap_input(reading)))
+
+
+def gap_input(reading: Reading) -> GapInput:
     cycle = reading.cycle
-    data = GapInput(cycle.snapshot, cycle.gates, cycle.units, reading.cluster_queues, cycle.local_queues,
+    return GapInput(cycle.snapshot, cycle.gates, cycle.units, reading.cluster_queues, cycle.local_queues,
                     tuple(g.pod_group for g in cycle.groups if g.pod_group is not None),
                     cycle.namespace_labels or {}, resource_quotas=reading.resource_quotas,
                     matches=cycle.matches)
-    return gap_figures(find_gaps(data))
+
+
+class KeptGaps:
+    """`reading_gaps`, computed again only when one of its inputs is another object than last time: the
+    reader keeps every object it did not see change (`docs/operator.md`, "The cache and the snapshot"), so
+    a pass with nothing new, however many groups wait, costs a comparison per object."""
+
+    def __init__(self) -> None:
+        self._last: tuple[GapInput, GapFigures] | None = None
+
+    def __call__(self, reading: Reading) -> GapFigures:
+        data = gap_input(reading)
+        if self._last is not None and same_input(self._last[0], data):
+            return self._last[1]
+        figures = gap_figures(find_gaps(data))
+        self._last = (data, figures)
+        return figures
+
+
+def same_input(before: GapInput, now: GapInput) -> bool:
+    """Every field the same object, or a collection of the same objects (mappings: the same keys, each to the
+    same object); namespace labels, rebuilt from the cache each reading, equal."""
+    return (before.snapshot is now.snapshot and before.gates == now.gates and before.matches is now.matches
+            and _same_items(before.units, now.units) and _same_items(before.cluster_queues, now.cluster_queues)
+            and _same_items(before.pod_groups, now.pod_groups)
+            and _same_items(before.resource_quotas, now.resource_quotas)
+            and _same_values(before.local_queues, now.local_queues)
+            and before.namespace_labels == now.namespace_labels and before.notes == now.notes)
+
+
+def _same_items(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+
+
+def _same_values(before: Mapping[str, object], now: Mapping[str, object]) -> bool:
+    return before.keys() == now.keys() and all(before[key] is value for key, value in now.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,34 +122,83 @@ class ClusterFigures:
     domains: tuple[DomainFigure, ...] = ()
 
 
-def cluster_figures(reading: Reading, result: CycleResult) -> ClusterFigures:
+def cluster_figures(reading: Reading, result: CycleResult, kept: KeptFigures | None = None) -> ClusterFigures:
+    """The figures of a cycle; with `kept`, those whose inputs are the same objects as last time are reused."""
     cycle = reading.cycle
-    queue_names = [q.name for q in reading.cluster_queues]
+    kept = kept or KeptFigures()
+    queue_names = tuple(q.name for q in reading.cluster_queues)
     return ClusterFigures(
         queues=queue_infos(result.state),
         units=queue_figures(result.state),
         local_units=local_queue_figures(result.state, cycle.local_queues),
-        groups=group_figures(cycle.groups, result.decisions, cycle.local_queues, queue_names),
-        published=published_devices(cycle.snapshot),
-        allocated=allocated_devices(cycle.snapshot, pod_queues(cycle.groups, cycle.local_queues)),
+        groups=kept.groups(cycle.groups, result.decisions, cycle.local_queues, queue_names),
+        published=kept.published(cycle.snapshot),
+        allocated=kept.allocated(cycle.snapshot, cycle.groups, cycle.local_queues),
         domains=domain_figures(cycle.snapshot, cycle.gates, cycle.topologies.values(), result.usage))
+
+
+class KeptFigures:
+    """The figures that read every group or device, each made again only when an input differs from last
+    time (the snapshot: is another object; the rest: another value, which for the objects the reader kept is
+    told by identity at once). With thousands of groups waiting and nothing new, a cycle's figures cost
+    comparisons."""
+
+    def __init__(self) -> None:
+        self._groups: tuple[tuple[object, ...], GroupFigures] | None = None
+        self._published: tuple[Snapshot, Mapping[tuple[str, str], int]] | None = None
+        self._allocated: tuple[Snapshot, tuple[object, ...], tuple[AllocatedDevice, ...]] | None = None
+
+    def groups(self, groups: tuple[GroupView, ...], decisions: tuple[GroupDecision, ...],
+               local_queues: Mapping[str, LocalQueue], queue_names: tuple[str, ...]) -> GroupFigures:
+        inputs = (groups, decisions, local_queues, queue_names)
+        if self._groups is not None and self._groups[0] == inputs:
+            return self._groups[1]
+        figures = group_figures(groups, decisions, local_queues, queue_names)
+        self._groups = (inputs, figures)
+        return figures
+
+    def published(self, snapshot: Snapshot) -> Mapping[tuple[str, str], int]:
+        if self._published is None or self._published[0] is not snapshot:
+            self._published = (snapshot, published_devices(snapshot))
+        return self._published[1]
+
+    def allocated(self, snapshot: Snapshot, groups: tuple[GroupView, ...],
+                  local_queues: Mapping[str, LocalQueue]) -> tuple[AllocatedDevice, ...]:
+        known = self._allocated
+        if known is None or known[0] is not snapshot or known[1] != (groups, local_queues):
+            consuming = pod_queues(_consuming_groups(snapshot, groups), local_queues)
+            known = self._allocated = (snapshot, (groups, local_queues), allocated_devices(snapshot, consuming))
+        return known[2]
+
+
+def _consuming_groups(snapshot: Snapshot, groups: tuple[GroupView, ...]) -> list[GroupView]:
+    """The groups with a member that an allocated claim is reserved for: the only pods `allocated_devices`
+    looks up (a group's pods map to its queues alone, so the other groups' pods need not be made)."""
+    keys = set()
+    for claim in snapshot.allocated_claims():
+        for consumer in claim.reserved_for:
+            pod = snapshot.pods.get(f"{claim.namespace}/{consumer.name}")
+            if pod is not None and GROUP_LABEL in pod.labels:
+                keys.add(f"{pod.namespace}/{pod.labels[GROUP_LABEL]}")
+    return [g for g in groups if g.key in keys] if keys else []
 
 
 class OperatorMetrics:
     """Registers the operator's metrics in `registry`; the loop calls `cycle` and `released`."""
 
     def __init__(self, registry: CollectorRegistry, leading: Callable[[], bool],
-                 gaps: Callable[[Reading], GapFigures] = reading_gaps, gap_budget: float = GAP_BUDGET,
+                 gaps: Callable[[Reading], GapFigures] | None = None, gap_budget: float = GAP_BUDGET,
                  clock: Clock = SYSTEM_CLOCK, figures_budget: float = FIGURES_BUDGET) -> None:
         self.figures = ClusterFigures()
         self.gap_figures: GapFigures | None = None
         self.leading = leading
-        self._gaps = gaps
+        self._gaps = gaps or KeptGaps()
         self._gap_budget = gap_budget
         self._clock = clock
         self._gaps_due = 0.0  # the clock's monotonic time from which the gaps may be computed again
         self._figures_budget = figures_budget
         self._figures_due = 0.0  # the same for the cluster's figures
+        self._kept_figures = KeptFigures()
         self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
                                 "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
         self._steps = Histogram("draq_cycle_step_duration_seconds", "Time one admission cycle spent in a step: "
@@ -141,7 +231,7 @@ class OperatorMetrics:
         if started < self._figures_due:
             return
         try:
-            self.figures = cluster_figures(reading, result)
+            self.figures = cluster_figures(reading, result, self._kept_figures)
         except Exception:  # metrics must never stop admission; the old figures stay
             log.exception("computing the metrics' figures failed")
         else:

@@ -23,7 +23,7 @@ class OwnerNotices:
         self._declared: dict[str, tuple[ObjectRef, int]] = {}  # group key -> (top-level owner, declared size)
 
     async def post(self, reading: Reading) -> None:
-        groups = {g.key: g for g in reading.cycle.groups}
+        groups = reading.by_key
         seen: dict[str, tuple[ObjectRef, int]] = {}
         for key, members in reading.memberships.items():
             group = groups.get(key)

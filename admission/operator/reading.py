@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from dataclasses import InitVar, dataclass, field, replace
+from typing import Any, Generic, TypeVar
 
 from admission.core.allocator import Snapshot
 from admission.core.cycle import (
@@ -39,6 +39,7 @@ from admission.core.quota import (
     CompiledUnit,
     DraCel,
     LocalQueue,
+    Phase,
     PodGroup,
     QueueState,
     Unreadable,
@@ -59,6 +60,8 @@ from admission.operator.grouping import GroupMemo
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate")
 # What could give a parked group room (`core.cycle.parking`): any change to these kinds, and the changes
 # the predicates below tell for the others.
@@ -80,9 +83,38 @@ class Reading:
     resource_quotas: tuple[ResourceQuota, ...] = ()
     # Group key -> member pod name -> its owner chain (only pods with a controller owner or a workloadRef).
     memberships: Mapping[str, Mapping[str, Membership]] = field(default_factory=dict)
+    # The reader's index of `cycle.groups` when it is of these groups (kept while they are the same tuple).
+    index: InitVar[GroupIndex | None] = None
+    groups_index: GroupIndex = field(init=False)
+
+    def __post_init__(self, index: GroupIndex | None) -> None:
+        if index is None or index.groups is not self.cycle.groups:
+            index = GroupIndex(self.cycle.groups)
+        object.__setattr__(self, "groups_index", index)
+
+    @property
+    def by_key(self) -> Mapping[str, GroupView]:
+        """`cycle.groups` by key."""
+        return self.groups_index.by_key
+
+    @property
+    def holding(self) -> tuple[GroupView, ...]:
+        """The groups whose record holds quota (admitted or running), in their order."""
+        return self.groups_index.holding
 
     def pod_manifest(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.manifests.get(ObjectRef("Pod", namespace, name))
+
+
+class GroupIndex:
+    """A reading's groups by key, those whose record holds quota and those evicted: what the loop looks up or
+    walks, made once per tuple of groups."""
+
+    def __init__(self, groups: tuple[GroupView, ...]) -> None:
+        self.groups = groups
+        self.by_key: dict[str, GroupView] = {g.key: g for g in groups}
+        self.holding = tuple(g for g in groups if g.holds_quota)
+        self.evicted = tuple(g for g in groups if g.pod_group is not None and g.pod_group.phase is Phase.EVICTED)
 
 
 class _Parsed:
@@ -112,6 +144,42 @@ class _Entry:
     manifest: Mapping[str, Any]
     model: Any  # the parsed object, or None
     bad: Unreadable | None
+
+
+class _Derived(Generic[K, V]):
+    """A mapping derived entry by entry from a kind's entries, `derive(key, entry) -> (its key, its value)`,
+    made again only for the entries that are other objects than last time; the same mapping object while
+    none is (a new one otherwise: an earlier reading's mapping never changes)."""
+
+    def __init__(self, derive: Callable[[Key, _Entry], tuple[K, V]]) -> None:
+        self._derive = derive
+        self._entries: dict[Key, _Entry] = {}
+        self._keys: dict[Key, K] = {}
+        self._value: dict[K, V] = {}
+        self._token: object = None
+
+    def of(self, entries: Mapping[Key, _Entry], token: object) -> Mapping[K, V]:
+        """`token`: the kind's `_Parsed.models`, the same list while none of its entries changed."""
+        if token is self._token:
+            return self._value
+        self._token = token
+        before = self._entries
+        gone = before.keys() - entries.keys()
+        changed = [(key, entry) for key, entry in entries.items() if before.get(key) is not entry]
+        if not gone and not changed:
+            return self._value
+        value = dict(self._value)
+        for key in gone:
+            del before[key]
+            del value[self._keys.pop(key)]
+        for key, entry in changed:
+            derived_key, derived = self._derive(key, entry)
+            old_key = self._keys.get(key)
+            if old_key is not None and old_key != derived_key:
+                del value[old_key]
+            before[key], self._keys[key], value[derived_key] = entry, derived_key, derived
+        self._value = value
+        return value
 
 
 class CacheReader:
@@ -147,7 +215,16 @@ class CacheReader:
         self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
         self.workload_kinds: frozenset[str] = frozenset()  # the enabled integrations' kinds the cache watches
         self._groups = GroupMemo()
-        self._object_refs: dict[str, dict[Key, ObjectRef]] = {}
+        self._created: _Derived[str, str] = _Derived(lambda key, e: (f"{key[0]}/{key[1]}", _created(e.manifest)))
+        self._pod_manifests: _Derived[ObjectRef, Mapping[str, Any]] = _Derived(
+            lambda key, e: (ObjectRef("Pod", *key), e.manifest))
+        self._group_manifests: _Derived[ObjectRef, Mapping[str, Any]] = _Derived(
+            lambda key, e: (ObjectRef("PodGroup", *key), e.manifest))
+        empty: dict[ObjectRef, Mapping[str, Any]] = {}
+        self._index: GroupIndex | None = None
+        self._state_inputs: tuple[tuple[ClusterQueue, ...], tuple[GroupView, ...], list[Unreadable]] | None = None
+        self._kept_groups: tuple[tuple[object, object], tuple[GroupView, ...], dict[str, PodGroup | None]] | None = None
+        self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
 
     def read(self) -> Reading:
         inputs: dict[str, list[Any]] = {kind: self._models(kind, parse_object, keyed=kind in ROOM_FREED)
@@ -155,29 +232,21 @@ class CacheReader:
         inputs["Pod"] = self._models("Pod", _pod_or_none, keep=_has_queue_label, keyed=True)
         pod_memo = self._parsed["Pod"]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
-        managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None]
         pod_groups = self._models("PodGroup", self._parse_pod_group)
         group_entries = self._parsed["PodGroup"].current
-        group_manifests = [e.manifest for e in group_entries.values()]
-        created = {f"{namespace}/{name}": _created(e.manifest) for (namespace, name), e in group_entries.items()}
-        unsealed = self._remember_sealed()
-        groups = self._groups.collect(managed, pod_groups, created,
-                                      {b.key: b.reason for b in self._bad("PodGroup")}, unsealed)
+        groups, unsealed = self._collected(pod_memo, pod_groups)
         queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
         local_queues = {q.key: q for q in self._models("LocalQueue", parse_local_queue)}
         compiled = self._models("QuotaUnit", lambda m: compile_unit(parse_quota_unit(m), DraCel()))
         # An untraceable record whose last sealed one is known holds what that one holds (`counted_record`).
         bad = [replace(b, holds_quota_in="") if unsealed.get(b.key) is not None
-               else _own_queue(b, group_manifests, local_queues) if b.unsealed else b for b in self._bad("PodGroup")]
+               else _own_queue(b, group_entries, local_queues) if b.unsealed else b for b in self._bad("PodGroup")]
         bad += [b for kind in ("ClusterQueue", "LocalQueue", "QuotaUnit") for b in self._bad(kind)]
         topologies = self._topologies()
         bad += self._bad("Topology") if "Topology" in self._parsed else []
         labels = {str(_meta(n).get("name")): dict(_meta(n).get("labels") or {})
                   for n in self.cache.objects("Namespace")}
-        pod_refs, group_refs = self._refs("Pod", pod_memo.current_kept), self._refs("PodGroup", group_entries)
-        manifests: dict[ObjectRef, Mapping[str, Any]] = {pod_refs[key]: e.manifest
-                                                         for key, e in pod_memo.current_kept.items()}
-        manifests.update({group_refs[key]: e.manifest for key, e in group_entries.items()})
+        manifests = self._manifests(pod_memo, self._parsed["PodGroup"])
         groups, memberships = self._owned(groups, manifests)
         groups = self._with_pod_group_claims(groups)
         state, current = self._state(queues, groups, bad)
@@ -186,7 +255,28 @@ class CacheReader:
                             namespace_labels=labels, now=self.clock.now(), timer=self.clock.monotonic,
                             invalid={b.ref: b.reason for b in bad},
                             unit_failures=self._unit_failures(compiled, snapshot), topologies=topologies)
-        return Reading(cycle, queues, manifests, current, self._resource_quotas(), memberships)
+        if self._index is None or self._index.groups is not groups:
+            self._index = GroupIndex(groups)
+        return Reading(cycle, queues, manifests, current, self._resource_quotas(), memberships, self._index)
+
+    def _collected(self, pod_memo: _Parsed, pod_groups: list[PodGroup]
+                   ) -> tuple[tuple[GroupView, ...], dict[str, PodGroup | None]]:
+        """The groups from the managed pods and the PodGroups, and the untraceable records (`_remember_sealed`);
+        the same as last time, at once, while neither kind changed (`_models` then returns the same list)."""
+        tokens = (pod_memo.models, pod_groups)
+        kept = self._kept_groups
+        if kept is not None and kept[0][0] is tokens[0] and kept[0][1] is tokens[1]:
+            return kept[1], kept[2]
+        changed = pod_memo.changed_keys
+        managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None] if changed is None else []
+        created = self._created.of(self._parsed["PodGroup"].current, pod_groups)
+        only_pods = kept is not None and kept[0][1] is pod_groups
+        unsealed = kept[2] if kept is not None and only_pods else self._remember_sealed()
+        groups = self._groups.collect(managed, pod_groups, created,
+                                      {b.key: b.reason for b in self._bad("PodGroup")}, unsealed,
+                                      None if changed is None else (pod_memo.by_key, changed))
+        self._kept_groups = (tokens, groups, unsealed)
+        return groups, unsealed
 
     def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
                ) -> tuple[tuple[GroupView, ...], dict[str, dict[str, Membership]]]:
@@ -230,13 +320,16 @@ class CacheReader:
             return {}
         return {t.name: t for t in self._models("Topology", parse_topology)}
 
-    def _refs(self, kind: str, entries: Mapping[Key, Any]) -> dict[Key, ObjectRef]:
-        """The identity of each of these objects of a namespaced kind, made once per object and kept while
-        it is in the cache."""
-        known = self._object_refs.setdefault(kind, {})
-        if any(key not in known for key in entries) or len(known) > 2 * len(entries) + 64:
-            known = self._object_refs[kind] = {key: known.get(key) or ObjectRef(kind, *key) for key in entries}
-        return known
+    def _manifests(self, pods: _Parsed, groups: _Parsed) -> Mapping[ObjectRef, Mapping[str, Any]]:
+        """The managed pods' and the PodGroups' manifests by identity: the same mapping as last time while
+        neither changed."""
+        pod_manifests = self._pod_manifests.of(pods.current_kept, pods.models)
+        group_manifests = self._group_manifests.of(groups.current, groups.models)
+        parts, merged = self._merged
+        if parts[0] is not pod_manifests or parts[1] is not group_manifests:
+            merged = {**pod_manifests, **group_manifests}
+            self._merged = ((pod_manifests, group_manifests), merged)
+        return merged
 
     def _parse_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
         """A PodGroup whose record draq can trace to its own writes (`admission.core.quota.seal`); without a
@@ -334,9 +427,15 @@ class CacheReader:
     def _state(self, queues: tuple[ClusterQueue, ...], groups: tuple[GroupView, ...],
                bad: list[Unreadable]) -> tuple[QueueState, bool]:
         """The usage recorded in PodGroup status (unknown where an unreadable object may hold quota); when it
-        cannot be rebuilt at all, the last good usage, never an empty one."""
+        cannot be rebuilt at all, the last good usage, never an empty one. Rebuilt only when the queues or
+        groups are other objects, or the unreadable objects others, than at the last good rebuild."""
+        before = self._state_inputs
+        if before is not None and self._last_good is not None and before[1] is groups \
+                and _same_objects(before[0], queues) and before[2] == bad:
+            return self._last_good, True
         try:
             self._last_good = rebuild_state(queues, groups, bad)
+            self._state_inputs = (queues, groups, list(bad))
             return self._last_good, True
         except DraqError as err:
             kept = "keeping the last good usage" if self._last_good is not None else "no usage known yet"
@@ -450,16 +549,21 @@ class CacheReader:
             log.warning(message, *args)
 
 
-def _own_queue(bad: Unreadable, manifests: list[Mapping[str, Any]],
+def _own_queue(bad: Unreadable, entries: Mapping[Key, _Entry],
                local_queues: Mapping[str, LocalQueue]) -> Unreadable:
     """An untraceable record whose last sealed one this process never saw may hold quota only where its own
     LocalQueue admits, whatever ClusterQueue it names: a forged record must not stop another tenant's queue
     (or every queue, when it names none)."""
-    manifest = next((m for m in manifests if f"{_meta(m).get('namespace')}/{_meta(m).get('name')}" == bad.key), {})
+    manifest = next((e.manifest for e in entries.values()
+                     if f"{_meta(e.manifest).get('namespace')}/{_meta(e.manifest).get('name')}" == bad.key), {})
     spec = manifest.get("spec")
     queue = spec.get("queue") if isinstance(spec, Mapping) else None
     local = local_queues.get(f"{_meta(manifest).get('namespace')}/{queue}") if isinstance(queue, str) else None
     return replace(bad, holds_quota_in=local.cluster_queue if local is not None else "")
+
+
+def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def _pod_or_none(manifest: Mapping[str, Any]) -> Pod | None:

@@ -12,6 +12,8 @@ too, its members not created yet standing in as placeholders (`cycle.shape`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from operator import attrgetter
 
 from admission.core.allocator import (
     Allocator,
@@ -82,7 +84,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     ready = [g for g, w in zip(pending, early, strict=True) if w is None]
     # Late members of admitted groups go first: their group already runs.
     for group in cycle.groups:
-        late = late_members(group)
+        late = late_members(group) if group.holds_quota else ()  # only an admitted or running group has any
         if not late:
             continue
         grown = extend(group, late, state, allocator, usage, nodes, inventory, cycle)
@@ -145,6 +147,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     if parking is not None:
         admitted = {d.group: d.placement.allocations.values() for d in decisions if isinstance(d, Admit)}
         after = after_cycle(parking, cycle, parked, state, admitted, any(isinstance(d, Extend) for d in decisions))
+        after = replace(after, behind={w.group: w for w in behind})
     return CycleResult(tuple(decisions), state, usage, steps.totals(), parking=after)
 
 
@@ -163,7 +166,9 @@ def _park(parked: dict[str, ParkedWait], parking: Parking, group: GroupView, loc
 
 
 def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[GroupView], list[Wait]]:
-    """The first `queue_budget` pending groups of each LocalQueue, in its order; the others wait unevaluated."""
+    """The first `queue_budget` pending groups of each LocalQueue, in its order; the others wait unevaluated
+    (with the Wait the last cycle gave them where it says the same)."""
+    kept = cycle.parking.behind if cycle.parking is not None else {}
     by_queue: dict[str, list[GroupView]] = {}
     for group in pending:
         by_queue.setdefault(f"{group.namespace}/{group.queue}", []).append(group)
@@ -173,13 +178,20 @@ def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[
         if len(groups) <= cycle.queue_budget:
             heads.extend(groups)
             continue
-        groups.sort(key=lambda g: (-g.priority, g.created, g.key))
+        groups.sort(key=_order)
         heads.extend(groups[:cycle.queue_budget])
         local = cycle.local_queues.get(key)
         cluster_queue = local.cluster_queue if local is not None else ""
         message = _behind_message(key, cycle)
-        behind.extend(Wait(g.key, WaitReason.BEHIND, message, cluster_queue) for g in groups[cycle.queue_budget:])
+        for group in groups[cycle.queue_budget:]:
+            wait = kept.get(group.key)
+            if wait is None or wait.message != message or wait.cluster_queue != cluster_queue:
+                wait = Wait(group.key, WaitReason.BEHIND, message, cluster_queue)
+            behind.append(wait)
     return heads, behind
+
+
+_order = attrgetter("order")
 
 
 def _behind_message(local_queue: str, cycle: CycleInput) -> str:
@@ -364,7 +376,7 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
     """Priority first; within a priority, ClusterQueues take turns, each in creation order; in each turn
     the queue with the lowest weighted dominant share of its cohort (at the start of the cycle) goes first."""
     queues: dict[str, list[GroupView]] = {}
-    for group in sorted(groups, key=lambda g: (-g.priority, g.created, g.key)):
+    for group in sorted(groups, key=_order):
         queues.setdefault(cycle.local_queues[f"{group.namespace}/{group.queue}"].cluster_queue, []).append(group)
     served = {name: 0 for name in queues}
     shares = {name: dominant_share(cycle.state, name) for name in queues}

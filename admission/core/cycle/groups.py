@@ -41,9 +41,18 @@ class GroupView:
     topology: TopologyRequest | None = None
     # `namespace/name`, computed once: every cycle looks groups up by key many times.
     key: str = field(init=False, repr=False, compare=False)
+    # `holds_quota` and `pending`, computed once from the fields above (a view never changes): each cycle, and
+    # each pass of the loop, asks them of every group, thousands of which may wait.
+    holds_quota: bool = field(init=False, repr=False, compare=False)
+    pending: bool = field(init=False, repr=False, compare=False)
+    # Its place among waiting groups: priority first, then creation, then key (`queue_order`).
+    order: tuple[int, str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "holds_quota", self.pod_group is not None and self.pod_group.holds_quota)
+        object.__setattr__(self, "pending", self._pending())
+        object.__setattr__(self, "order", (-self.priority, self.created, self.key))
 
     @property
     def ref(self) -> ObjectRef:
@@ -55,17 +64,12 @@ class GroupView:
         return tuple(p for p in self.pods if GATE in p.scheduling_gates)
 
     @property
-    def holds_quota(self) -> bool:
-        return self.pod_group is not None and self.pod_group.holds_quota
-
-    @property
     def counted_record(self) -> PodGroup | None:
         """The record the queue usage counts: its PodGroup's, or for a record draq cannot trace the one it
         last sealed (never a forged lower charge or a forged Finished)."""
         return self.pod_group if self.pod_group is not None else self.last_sealed
 
-    @property
-    def pending(self) -> bool:
+    def _pending(self) -> bool:
         """Waiting for admission: not admitted, and has gated members; or, with a declared shape, has no
         members yet and has not finished (it can be admitted before they exist)."""
         if self.holds_quota:

@@ -119,6 +119,9 @@ class Parking:
     parked: Mapping[str, ParkedWait] = field(default_factory=dict)
     epochs: Epochs = field(default_factory=Epochs)
     last: Baseline | None = None
+    # The last cycle's `BehindInQueue` Waits by group: given again, the same objects, where nothing in them
+    # changed, so that thousands of groups behind their LocalQueue's budget cost a lookup each, not a Wait.
+    behind: Mapping[str, Wait] = field(default_factory=dict)
 
     def fed(self, changes: Changes) -> Parking:
         """The same parking, with this cycle's changes from the shell."""

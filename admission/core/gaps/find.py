@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -14,9 +14,10 @@ from admission.core.gaps.membership import Place, Placer, PodPlace, is_live
 from admission.core.gaps.native import NativeView, limit_gaps, native_accounts
 from admission.core.gaps.nodes import DoubleOffers
 from admission.core.gaps.report import Account, Gap, GapKind, GapReport, measured
-from admission.core.models import DeviceClass
+from admission.core.labels import GROUP_LABEL
+from admission.core.models import DeviceClass, Pod
 from admission.core.nodefit import pod_requests
-from admission.core.quota import CompiledUnit, Counting, Inventory, extended_resource_class
+from admission.core.quota import CompiledUnit, Counting, Inventory, Phase, extended_resource_class
 
 _SHOWN = 3
 OFF_QUEUE = frozenset({Place.OUTSIDE, Place.ALLOWED})
@@ -55,8 +56,13 @@ def _accounts(data: GapInput, holdings: Holdings) -> tuple[Account, ...]:
 
 # ----- ChargeDiffers ------------------------------------------------------------------------------
 def _charge_gaps(data: GapInput, inventory: Inventory) -> list[Gap]:
-    managed = [p for p in data.snapshot.pods.values() if is_managed(p)]
-    groups = {g.key: g for g in collect_groups(managed, data.pod_groups)}
+    # Only running groups can be corrected (`charge_corrections`), and a group's view is made from its own
+    # pods and PodGroup alone: the others, pending by the thousand, are not collected.
+    running = [g for g in data.pod_groups if g.phase is Phase.RUNNING]
+    keys = {g.key for g in running}
+    managed = [p for p in data.snapshot.pods.values()
+               if is_managed(p) and f"{p.namespace}/{p.labels[GROUP_LABEL]}" in keys]
+    groups = {g.key: g for g in collect_groups(managed, running)}
     corrections = charge_corrections(groups.values(), data.snapshot.claims, data.snapshot.templates, data.units,
                                      inventory, data.matches)
     gaps = []
@@ -126,19 +132,34 @@ def _held_gap(kind: GapKind, namespace: str, queue: str, unit: str, entry: _Held
 def _uncounted(data: GapInput) -> list[Gap]:
     placer = Placer(data.namespace_labels, data.local_queues, data.pod_groups)
     classes = tuple(data.snapshot.inventory.classes.values())
-    found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
-    for pod in sorted(data.snapshot.pods.values(), key=lambda p: p.key):
-        place = placer.place(pod) if is_live(pod) else None
-        if place is None or place.place in OFF_QUEUE:
+    requesting = []  # the live pods that request an extended resource no unit counts, and those resources
+    for pod in data.snapshot.pods.values():
+        if not is_live(pod) or not any(is_extended(name) for name in _resource_names(pod)):
             continue
-        for resource, amount in sorted(pod_requests(pod).items()):
-            if is_extended(resource) and amount and not _counted(resource, data.units, classes):
-                found[(pod.namespace, place.cluster_queue, resource)].add(amount, [f"Pod {pod.key}"])
+        uncounted = [(resource, amount) for resource, amount in sorted(pod_requests(pod).items())
+                     if is_extended(resource) and amount and not _counted(resource, data.units, classes)]
+        if uncounted:
+            requesting.append((pod, uncounted))
+    found: dict[tuple[str, str, str], _Held] = defaultdict(_Held)
+    for pod, uncounted in sorted(requesting, key=lambda found: found[0].key):
+        place = placer.place(pod)
+        if place.place in OFF_QUEUE:
+            continue
+        for resource, amount in uncounted:
+            found[(pod.namespace, place.cluster_queue, resource)].add(amount, [f"Pod {pod.key}"])
     return [Gap(GapKind.UNCOUNTED_EXTENDED, resource, entry.size,
                 f"pods of ClusterQueue {queue or '(unknown)'} request {measured(resource, entry.size)}, which no "
                 f"QuotaUnit counts: the queue does not limit it ({_listed(entry.objects)})",
                 namespace, queue, objects=tuple(entry.objects))
             for (namespace, queue, resource), entry in sorted(found.items())]
+
+
+def _resource_names(pod: Pod) -> Iterator[str]:
+    """Every resource name `pod_requests` can give the pod (its pod-level resources are native ones only)."""
+    for container in (*pod.containers, *pod.init_containers):
+        yield from container.limits
+        yield from container.requests
+    yield from pod.overhead
 
 
 def _counted(resource: str, units: tuple[CompiledUnit, ...], classes: tuple[DeviceClass, ...]) -> bool:

@@ -16,7 +16,14 @@ from admission.kube.probes import Probes, start_probe_server
 from admission.operator import Operator, OperatorSettings
 from admission.operator import metrics as metrics_module
 from admission.operator.health import LoopHealth, operator_checks
-from admission.operator.metrics import ClusterFigures, OperatorMetrics
+from admission.operator.metrics import (
+    ClusterFigures,
+    KeptFigures,
+    KeptGaps,
+    OperatorMetrics,
+    cluster_figures,
+    reading_gaps,
+)
 from admission.operator.reading import Reading
 from tests.support.builders import draq_object
 from tests.support.clock import FakeClock
@@ -173,7 +180,7 @@ def test_the_cluster_figures_keep_to_their_time_budget_on_the_injected_clock(
     clock = FakeClock()
     computed: list[float] = []
 
-    def figures(reading: Reading, result: CycleResult) -> ClusterFigures:
+    def figures(reading: Reading, result: CycleResult, kept: object = None) -> ClusterFigures:
         computed.append(clock.monotonic())
         clock.advance(0.2)  # thousands of groups: the figures take 0.2 s
         return ClusterFigures()
@@ -209,6 +216,32 @@ def test_each_topology_domain_exports_its_free_devices_and_largest_gang() -> Non
         assert value(registry, "draq_topology_domain_stranded_devices", domain=busy, **labels) == 1
         assert value(registry, "draq_topology_domain_devices", domain=busy, **labels) == 4
         assert value(registry, "draq_topology_level_pod_devices", **labels) == 4
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_kept_figures_and_gaps_are_reused_while_nothing_changes_and_equal_fresh_ones_after() -> None:
+    async def go() -> None:
+        api = cluster(gpus=8)
+        submit(api, "train", 1, 2)
+        operator = await operator_on(api, CollectorRegistry())
+        await operator.reconcile()
+        await asyncio.sleep(0.05)
+        await operator.reconcile()  # sees what the first pass wrote
+        kept_gaps, kept_figures = KeptGaps(), KeptFigures()
+        reading = operator.reader.read()
+        result = await operator._decide(reading.cycle)
+        gaps, figures = kept_gaps(reading), cluster_figures(reading, result, kept_figures)
+        again = operator.reader.read()  # nothing changed: the same objects
+        assert kept_gaps(again) is gaps
+        assert cluster_figures(again, await operator._decide(again.cycle), kept_figures).groups is figures.groups
+        await bind_as_planned(api, "train-0", "train")
+        await asyncio.sleep(0.05)
+        changed = operator.reader.read()
+        changed_result = await operator._decide(changed.cycle)
+        assert kept_gaps(changed) == reading_gaps(changed)
+        assert cluster_figures(changed, changed_result, kept_figures) == cluster_figures(changed, changed_result)
         await operator.cache.stop()
 
     asyncio.run(go())
