@@ -29,7 +29,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from admission.core.labels import GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.labels import GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 from admission.core.models import TOPOLOGY_REQUIRED_ANNOTATION
 from admission.core.native_gangs import expected, gang_object, pod_reference
 from admission.core.simulate import RACK_LABEL
@@ -131,7 +131,8 @@ def test_draq_and_the_scheduler_choose_racks_by_different_measures(kep_plane: Co
     with NodeSimulator(api) as sim:
         sim.apply_device_classes()
         rack_of = {node: rack for rack in ("p", "q") for node in sim.add_rack(rack, "h100")}
-        apply(plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        apply(plane, {"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": NAMESPACE, "labels": {MANAGED_LABEL: "true"}}})
         plane.wait_for_service_account(NAMESPACE)
         apply(plane, claim_template("one", 1), claim_template("eight", 8),
               pod("gpu-holder", template="one", node="p-0"), pod("cpu-heavy", cpu="64", node="q-0"))
