@@ -15,6 +15,7 @@ Runs only with DRAQ_KEP5732=1 (it starts a control plane of its own, on DRAQ_KEP
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -128,7 +129,8 @@ def test_draq_and_the_scheduler_choose_racks_by_different_measures(kep_plane: Co
     assert served is not None and served.kind == "PodGroup"
     work = Path(tempfile.mkdtemp(prefix="draq-e2e-kep5732-run-"))
     core = client.CoreV1Api(api)
-    with NodeSimulator(api) as sim:
+    with NodeSimulator(api) as sim, contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, work, ignore_errors=True)
         sim.apply_device_classes()
         rack_of = {node: rack for rack in ("p", "q") for node in sim.add_rack(rack, "h100")}
         apply(plane, {"apiVersion": "v1", "kind": "Namespace",
@@ -151,4 +153,3 @@ def test_draq_and_the_scheduler_choose_racks_by_different_measures(kep_plane: Co
             core.read_namespaced_pod(f"scheduler-gang-{i}", NAMESPACE).spec.node_name for i in range(2)],
             accept=all, timeout=120)
         assert {rack_of[n] for n in bound} == {"q"}, bound
-    shutil.rmtree(work, ignore_errors=True)
