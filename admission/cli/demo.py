@@ -3,7 +3,9 @@
 Starts a real local control plane with simulated GPU nodes, installs the CRDs, runs draq (operator
 and webhooks, with the JobSet and LeaderWorkerSet integrations on) and the kit's stand-in JobSet and
 LeaderWorkerSet controllers against it, submits example workloads (`examples/demo/`) and shows queues,
-pod groups and pods as they change. It runs on the local-cluster kit (`admission.localcluster`), which only a source
+pod groups and pods as they change. With `--topology` the nodes are two simulated NVL72-like racks, one of
+them fragmented by small pods, and a gang that requires one rack is planned whole in the other (`draq topology`
+shows each rack's free room). It runs on the local-cluster kit (`admission.localcluster`), which only a source
 checkout has (docs/install.md, "The local-cluster kit"); without it the command says how to get it.
 """
 
@@ -30,6 +32,10 @@ HELP = "start a local control plane with simulated GPU nodes, run draq on it and
 DEFAULT_LAYOUT = "h100=2,a100=1,mi300x=1"
 REPO = Path(__file__).resolve().parents[2]
 DEMO_MANIFESTS = REPO / "examples" / "demo"
+TOPOLOGY_MANIFESTS = REPO / "examples" / "demo-topology"
+TOPOLOGY_RACKS = ("nvl72-a", "nvl72-b")  # the first is fragmented by the pods of holders.yaml
+TOPOLOGY_BLOCK = "block-0"
+TOPOLOGY_SNAPSHOTS_ONCE = (4, 12)
 _JSONPATH_GROUP_LABEL = GROUP_LABEL.replace(".", "\\.")  # kubectl's custom columns escape dots in keys
 SNAPSHOTS_ONCE = (4, 10, 18, 26, 34)  # seconds after the workloads were submitted
 FIRST_WORKLOADS = ("workloads.yaml", "integrations.yaml")
@@ -55,9 +61,12 @@ def require_kit() -> None:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", default=DEFAULT_LAYOUT,
-                        help=f"simulated nodes per GPU profile (default {DEFAULT_LAYOUT}; "
+    parser.add_argument("--nodes", default=None,
+                        help=f"simulated nodes per GPU profile (default {DEFAULT_LAYOUT}, none with --topology; "
                              "profiles: h100, a100, mi300x)")
+    parser.add_argument("--topology", action="store_true",
+                        help="two NVL72-like racks (18 nodes x 4 GPUs, one NVLink clique each), one fragmented: "
+                             "a gang that requires one rack is planned whole in the other (examples/demo-topology/)")
     parser.add_argument("--partitions", action="store_true",
                         help="publish MIG/CPX partitions with shared counters (turns on the alpha DRA gates)")
     parser.add_argument("--kubernetes-version", default=None, help="1.35 (default) or 1.34")
@@ -85,9 +94,10 @@ def run(args: argparse.Namespace) -> int:
     from admission.localcluster.build import BuildError
     from admission.localcluster.controlplane import ControlPlane, ControlPlaneError
 
-    layout = parse_layout(args.nodes)
-    if not args.no_workloads and not DEMO_MANIFESTS.is_dir():
-        raise DemoError(f"{DEMO_MANIFESTS} is missing: run the demo from a clone of the repository "
+    layout = parse_layout(args.nodes if args.nodes is not None else "" if args.topology else DEFAULT_LAYOUT)
+    manifests = TOPOLOGY_MANIFESTS if args.topology else DEMO_MANIFESTS
+    if not args.no_workloads and not manifests.is_dir():
+        raise DemoError(f"{manifests} is missing: run the demo from a clone of the repository "
                         "(pip install -e .), or pass --no-workloads")
     if args.work_dir.exists():
         shutil.rmtree(args.work_dir)
@@ -99,8 +109,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         plane.start(progress=True)
         print(f"control plane ready in {time.monotonic() - started:.1f}s", flush=True)
-        simulator = _start_nodes(plane, layout, args.partitions)
-        if not args.no_workloads:
+        simulator = _start_nodes(plane, layout, args.partitions, TOPOLOGY_RACKS if args.topology else ())
+        if args.topology and not args.no_workloads:
+            draq = start_draq(plane, args.kubernetes_version)
+            _submit_topology_workloads(plane)
+            _watch(plane, args.once, topology=True)
+        elif not args.no_workloads:
             draq = start_draq(plane, args.kubernetes_version)
             standins = _start_standins(plane)
             _submit_workloads(plane)
@@ -120,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool) -> Any:
+def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool, racks: tuple[str, ...] = ()) -> Any:
     from admission.localcluster.inventory import format_device_table, list_resource_slices, summarise_slices
     from admission.localcluster.nodesim import NodeSimulator
 
@@ -130,8 +144,11 @@ def _start_nodes(plane: Any, layout: dict[str, int], partitions: bool) -> Any:
     for profile, count in layout.items():
         for n in range(count):
             sim.add_node(f"{profile}-{n}", profile, partitions=partitions)
+    for rack in racks:
+        sim.add_rack(rack, "nvl72", block=TOPOLOGY_BLOCK, partitions=partitions)
     sim.start()
-    print(f"\nsimulated nodes: {', '.join(f'{c} x {p}' for p, c in layout.items())}\n")
+    shown = [f"{c} x {p}" for p, c in layout.items()] + [f"NVL72-like rack {r} (18 x gb200)" for r in racks]
+    print(f"\nsimulated nodes: {', '.join(shown)}\n")
     print(format_device_table(summarise_slices(list_resource_slices(api))), flush=True)
     return sim
 
@@ -227,6 +244,39 @@ def _submit_workloads(plane: Any) -> None:
                   flush=True)
 
 
+def _submit_topology_workloads(plane: Any) -> None:
+    """The queues and Topology, then the pods that fragment the first rack, and once they run, the gang."""
+    _apply(plane, TOPOLOGY_MANIFESTS / "queues.yaml")
+    plane.wait_for_service_account("llm")
+    _apply(plane, TOPOLOGY_MANIFESTS / "holders.yaml")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        phases = plane.kubectl("get", "pods", "-n", "llm", "-o", "jsonpath={.items[*].status.phase}",
+                               check=False).stdout.split()
+        if len(phases) == 6 and set(phases) == {"Running"}:
+            break
+        time.sleep(0.5)
+    else:
+        raise DemoError(f"the six inference pods of holders.yaml did not run within 60s; read {plane.logs_dir}")
+    print(f"\nrack {TOPOLOGY_RACKS[0]} is fragmented: a GPU held on 6 of its 18 nodes", flush=True)
+    _apply(plane, TOPOLOGY_MANIFESTS / "gang.yaml")
+
+
+def _apply(plane: Any, path: Path) -> None:
+    result = plane.kubectl("apply", "-f", str(path), check=False)
+    print(f"\n$ kubectl apply -f {path.relative_to(REPO)}\n" + (result.stdout + result.stderr).strip(), flush=True)
+    if result.returncode != 0:
+        raise DemoError(f"kubectl apply -f {path} failed: {result.stderr.strip()}")
+
+
+def _show_topology(plane: Any) -> None:
+    """`draq topology` against the demo's cluster, as a user would run it."""
+    argv = [sys.executable, "-m", "admission.cli.main", "topology", "--kubeconfig", str(plane.kubeconfig)]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    print("$ draq topology")
+    print((result.stdout or result.stderr).rstrip() + "\n", flush=True)
+
+
 def _show(plane: Any, elapsed: float) -> None:
     print(f"\n---------------- {elapsed:4.0f}s after submitting ----------------")
     views = [("clusterqueues", []), ("podgroups", ["-A"]),
@@ -246,17 +296,23 @@ def _show(plane: Any, elapsed: float) -> None:
         print("why groups wait:\n" + waiting.stdout.rstrip() + "\n", flush=True)
 
 
-def _watch(plane: Any, once: bool) -> None:
+def _watch(plane: Any, once: bool, topology: bool = False) -> None:
     submitted = time.monotonic()
+
+    def show() -> None:
+        _show(plane, time.monotonic() - submitted)
+        if topology:
+            _show_topology(plane)
+
     if once:
-        for at in SNAPSHOTS_ONCE:
+        for at in TOPOLOGY_SNAPSHOTS_ONCE if topology else SNAPSHOTS_ONCE:
             time.sleep(max(0.0, submitted + at - time.monotonic()))
-            _show(plane, time.monotonic() - submitted)
+            show()
         return
     print(f"\nexport KUBECONFIG={plane.kubeconfig}   # kubectl get draq -A ; Ctrl-C stops everything")
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     while signal.sigtimedwait({signal.SIGINT, signal.SIGTERM}, 8) is None:
-        _show(plane, time.monotonic() - submitted)
+        show()
 
 
 def _wait_for_interrupt(plane: Any) -> None:

@@ -19,7 +19,17 @@ from typing import Any
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from admission.core.simulate import PROFILES, GpuProfile, device_classes, node_manifest, resource_slices
+from admission.core.simulate import (
+    PROFILES,
+    RACK_PROFILES,
+    GpuProfile,
+    Location,
+    RackProfile,
+    device_classes,
+    node_manifest,
+    rack_nodes,
+    resource_slices,
+)
 
 RUN_SECONDS_ANNOTATION = "sim.draq.io/run-seconds"
 log = logging.getLogger("draq.nodesim")
@@ -47,9 +57,9 @@ class NodeSimulator:
             self._create_or_replace_cluster_object("deviceclasses", klass)
 
     def add_node(self, name: str, profile: str | GpuProfile, *, partitions: bool = False,
-                 device_plugin: bool = False) -> None:
+                 device_plugin: bool = False, location: Location | None = None) -> None:
         gpu = PROFILES[profile] if isinstance(profile, str) else profile
-        manifest = node_manifest(gpu, name, device_plugin=device_plugin)
+        manifest = node_manifest(gpu, name, device_plugin=device_plugin, location=location)
         status = manifest.pop("status")
         try:
             self.core.create_node(manifest)
@@ -57,10 +67,20 @@ class NodeSimulator:
             if err.status != 409:
                 raise
         self.core.patch_node_status(name, {"status": status})
-        for rs in resource_slices(gpu, name, partitions=partitions):
+        for rs in resource_slices(gpu, name, partitions=partitions, location=location):
             self._create_or_replace_cluster_object("resourceslices", rs)
         with self._lock:
             self.nodes.add(name)
+
+    def add_rack(self, name: str, rack: str | RackProfile, *, block: str | None = None,
+                 partitions: bool = False) -> list[str]:
+        """The nodes of one rack (`nvl72`: 18 x 4 GPUs in one NVLink clique; `h100`: 4 x 8 GPUs), named
+        `<name>-<n>` and labelled with the rack `name` and `block`; returns the node names."""
+        profile = RACK_PROFILES[rack] if isinstance(rack, str) else rack
+        members = rack_nodes(profile, name, block)
+        for node in members:
+            self.add_node(node.name, node.profile, partitions=partitions, location=node.location)
+        return [node.name for node in members]
 
     def add_plain_node(self, name: str, labels: dict[str, str] | None = None, cpu: str = "32",
                        memory: str = "128Gi") -> None:

@@ -97,7 +97,8 @@ PUBLIC = {
         "PROFILES", "Progress", "ProgressHook", "RUN_TIME_ANNOTATION", "SimulatedCluster", "SimulationResult",
         "SimulationSettings", "declared_run_times", "device_classes", "format_duration", "job_pods", "load", "merged",
         "node_manifest", "parse_duration", "plan_nodes", "render_table", "resource_slices", "run_time", "simulate",
-        "submit", "DomainsToAdd", "plan_domains"
+        "submit", "DomainsToAdd", "plan_domains", "BLOCK_LABEL", "CLIQUE_ATTRIBUTE", "CLIQUE_LABEL", "RACK_LABEL",
+        "RACK_PROFILES", "Location", "RackNode", "RackProfile", "rack_nodes"
     ],
     "admission.core.cycle.preemption": [
         "Holding", "NoVictims", "PREEMPTED", "Preemptor", "SearchInput", "Victims", "candidates", "find_victims",

@@ -22,7 +22,22 @@ from admission.core.simulate.engine import (
 )
 from admission.core.simulate.inputs import Loaded, load, merged
 from admission.core.simulate.plan import NodeMaker, NodesToAdd, plan_nodes
-from admission.core.simulate.profiles import PROFILES, GpuProfile, device_classes, node_manifest, resource_slices
+from admission.core.simulate.profiles import (
+    BLOCK_LABEL,
+    CLIQUE_ATTRIBUTE,
+    CLIQUE_LABEL,
+    PROFILES,
+    RACK_LABEL,
+    RACK_PROFILES,
+    GpuProfile,
+    Location,
+    RackNode,
+    RackProfile,
+    device_classes,
+    node_manifest,
+    rack_nodes,
+    resource_slices,
+)
 from admission.core.simulate.results import ClaimDevices, Fate, GroupOutcome, SimulationResult, render_table
 from admission.core.simulate.workloads import (
     declared_run_times,
@@ -33,8 +48,13 @@ from admission.core.simulate.workloads import (
 )
 
 __all__ = [
+    "BLOCK_LABEL",
+    "CLIQUE_ATTRIBUTE",
+    "CLIQUE_LABEL",
     "DEFAULT_RUN_TIME",
     "PROFILES",
+    "RACK_LABEL",
+    "RACK_PROFILES",
     "RUN_TIME_ANNOTATION",
     "ClaimDevices",
     "DomainsToAdd",
@@ -42,10 +62,13 @@ __all__ = [
     "GpuProfile",
     "GroupOutcome",
     "Loaded",
+    "Location",
     "NodeMaker",
     "NodesToAdd",
     "Progress",
     "ProgressHook",
+    "RackNode",
+    "RackProfile",
     "SimulatedCluster",
     "SimulationResult",
     "SimulationSettings",
@@ -59,6 +82,7 @@ __all__ = [
     "parse_duration",
     "plan_domains",
     "plan_nodes",
+    "rack_nodes",
     "render_table",
     "resource_slices",
     "run_time",

@@ -7,6 +7,11 @@ shared counters of their parent GPU; that needs the DRAPartitionableDevices gate
 
 `draq simulate` adds nodes of these profiles (`--add-nodes`, `--plan-nodes`); the local-cluster kit's node
 simulator (`admission.localcluster.nodesim`) publishes the same manifests on a real control plane.
+
+Racks (`RACK_PROFILES`): an NVL72-like rack is 18 GB200-like nodes of 4 GPUs in one NVLink clique, published
+as the node label `nvidia.com/gpu.clique` and as the GPUs' attribute `gpu.nvidia.com/cliqueID`; H100 racks
+carry block and rack node labels only. A node's `Location` adds those labels and the attribute; a node
+without one is published exactly as before.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ Manifest = dict[str, Any]
 NVIDIA = "gpu.nvidia.com"
 AMD = "gpu.amd.com"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+BLOCK_LABEL = "sim.draq.io/block"
+RACK_LABEL = "sim.draq.io/rack"
+CLIQUE_LABEL = "nvidia.com/gpu.clique"  # as NVIDIA's GPU feature discovery labels multi-node NVLink nodes
+CLIQUE_ATTRIBUTE = "cliqueID"  # published in the driver's domain: gpu.nvidia.com/cliqueID
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,60 @@ PROFILES: dict[str, GpuProfile] = {
         partitions=(Partition("cpx_nps1", 8, "24574Mi", 38),),
         cpu="128", node_memory="2Ti", instance_type="mi300x-8"),
 }
+"""Node profiles of `--nodes` / `--add-nodes`; the rack-only profiles below are not among them."""
+
+GB200 = GpuProfile(
+    name="gb200", driver=NVIDIA, gpus=4, product="NVIDIA GB200", memory="186Gi",
+    architecture="Blackwell", driver_version="580.95.5",
+    extra_attributes=(("cudaComputeCapability", ("version", "10.0.0")), ("brand", ("string", "Nvidia"))),
+    partitions=(Partition("1g.23gb", 7, "23Gi", 1), Partition("3g.93gb", 2, "93Gi", 3)),
+    cpu="144", node_memory="960Gi", instance_type="gb200-nvl72")
+
+
+@dataclass(frozen=True)
+class RackProfile:
+    name: str
+    node: GpuProfile
+    nodes: int
+    nvlink: bool  # the rack's GPUs form one NVLink clique (node label and device attribute)
+
+
+RACK_PROFILES: dict[str, RackProfile] = {
+    "nvl72": RackProfile("nvl72", GB200, 18, nvlink=True),
+    "h100": RackProfile("h100", PROFILES["h100"], 4, nvlink=False),
+}
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a simulated node sits: its block and rack labels, and its NVLink clique if it has one."""
+    block: str | None = None
+    rack: str | None = None
+    clique: str | None = None
+
+    def labels(self) -> dict[str, str]:
+        pairs = ((BLOCK_LABEL, self.block), (RACK_LABEL, self.rack), (CLIQUE_LABEL, self.clique))
+        return {key: value for key, value in pairs if value is not None}
+
+
+@dataclass(frozen=True)
+class RackNode:
+    name: str
+    profile: GpuProfile
+    location: Location
+
+
+def rack_nodes(rack: RackProfile, name: str, block: str | None = None) -> list[RackNode]:
+    """The nodes of one rack `name`: `<name>-<n>`, labelled into the rack (and `block`); an NVLink rack's
+    clique is `<cluster uuid>.<n>` as NVIDIA names cliques, one cluster uuid per rack name."""
+    clique = f"{_cluster_uuid(name)}.0" if rack.nvlink else None
+    location = Location(block=block, rack=name, clique=clique)
+    return [RackNode(f"{name}-{index}", rack.node, location) for index in range(rack.nodes)]
+
+
+def _cluster_uuid(rack: str) -> str:
+    digest = _uid("nvlink-cluster", rack) + _uid("nvlink-cluster", rack, "2")
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
 def _uid(*parts: str) -> str:
@@ -89,11 +152,13 @@ def device_classes() -> list[Manifest]:
     ]
 
 
-def node_manifest(profile: GpuProfile, node: str, *, device_plugin: bool = False) -> Manifest:
+def node_manifest(profile: GpuProfile, node: str, *, device_plugin: bool = False,
+                  location: Location | None = None) -> Manifest:
     """The Node object; its status (capacity, Ready) is written separately through the status subresource."""
     labels = {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
               "draq.io/simulated": "true", "draq.io/gpu-profile": profile.name,
-              "node.kubernetes.io/instance-type": profile.instance_type or profile.name}
+              "node.kubernetes.io/instance-type": profile.instance_type or profile.name,
+              **(location.labels() if location is not None else {})}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels},
             "status": node_status(profile, device_plugin=device_plugin)}
 
@@ -114,7 +179,7 @@ def node_status(profile: GpuProfile, *, device_plugin: bool = False) -> Manifest
     }
 
 
-def _gpu_device(profile: GpuProfile, node: str, index: int, partitions: bool) -> Manifest:
+def _gpu_device(profile: GpuProfile, node: str, index: int, partitions: bool, clique: str | None) -> Manifest:
     attrs: dict[str, Any] = {
         "type": {"string": "gpu" if profile.driver == NVIDIA else "amdgpu"},
         "productName": {"string": profile.product},
@@ -126,6 +191,8 @@ def _gpu_device(profile: GpuProfile, node: str, index: int, partitions: bool) ->
     }
     if profile.driver == NVIDIA:
         attrs["nvlinkDomain"] = {"string": f"{node}-nvswitch"}
+    if clique is not None:
+        attrs[CLIQUE_ATTRIBUTE] = {"string": clique}
     for key, (kind, value) in profile.extra_attributes:
         attrs[key] = {kind: value}
     capacity = {"memory": {"value": profile.memory}}
@@ -140,7 +207,7 @@ def _whole_gpu_counters(profile: GpuProfile) -> dict[str, Any]:
     return {"memory": {"value": profile.memory}, "compute": {"value": str(profile.compute_total)}}
 
 
-def _partition_devices(profile: GpuProfile, node: str, index: int) -> list[Manifest]:
+def _partition_devices(profile: GpuProfile, node: str, index: int, clique: str | None) -> list[Manifest]:
     devices = []
     part_type = "mig" if profile.driver == NVIDIA else "amdgpu-partition"
     for partition in profile.partitions:
@@ -154,6 +221,7 @@ def _partition_devices(profile: GpuProfile, node: str, index: int) -> list[Manif
                     "parentIndex": {"int": index},
                     "parentUUID": {"string": f"GPU-{_uid(node, str(index))}"},
                     PCIE_ROOT: {"string": f"pci0000:{0x10 * (1 + index // 2):02x}"},
+                    **({CLIQUE_ATTRIBUTE: {"string": clique}} if clique is not None else {}),
                 },
                 "capacity": {"memory": {"value": partition.memory}},
                 "consumesCounters": [{"counterSet": f"gpu-{index}-counters", "counters": {
@@ -162,13 +230,16 @@ def _partition_devices(profile: GpuProfile, node: str, index: int) -> list[Manif
     return devices
 
 
-def resource_slices(profile: GpuProfile, node: str, *, partitions: bool = False, generation: int = 1) -> list[Manifest]:
+def resource_slices(profile: GpuProfile, node: str, *, partitions: bool = False, generation: int = 1,
+                    location: Location | None = None) -> list[Manifest]:
     """The slices of one node's pool (pool name = node name). With partitions, counters live in a
-    slice of their own (the 1.35+ layout) and each partition consumes its parent's counters."""
-    devices = [_gpu_device(profile, node, i, partitions) for i in range(profile.gpus)]
+    slice of their own (the 1.35+ layout) and each partition consumes its parent's counters. A location
+    with a clique publishes it on every GPU and partition (`cliqueID`)."""
+    clique = location.clique if location is not None else None
+    devices = [_gpu_device(profile, node, i, partitions, clique) for i in range(profile.gpus)]
     if partitions:
         for i in range(profile.gpus):
-            devices += _partition_devices(profile, node, i)
+            devices += _partition_devices(profile, node, i, clique)
     chunks = [devices[i:i + 64] for i in range(0, len(devices), 64 if partitions else 128)]
     count = len(chunks) + (1 if partitions else 0)
     pool = {"name": node, "generation": generation, "resourceSliceCount": count}
