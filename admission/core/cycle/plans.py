@@ -52,8 +52,8 @@ def promised_allocations(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, R
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PendingClaim:
-    """A planned claim not allocated yet: the claim as it is now (None until it exists) and the node its
-    member is pinned to ("" for a claim shared by name)."""
+    """A planned claim not allocated yet: the claim as it is now (None until it exists) and the node of
+    the planned member that uses it ("" when none is known)."""
 
     planned: PlannedClaim
     claim: ResourceClaim | None
@@ -65,6 +65,7 @@ def unallocated_claims(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, Res
     """The claims of a recorded plan that are not seen allocated yet (see `promised_allocations`)."""
     by_name = {p.name: p for p in pods}
     nodes = dict(plan.nodes)
+    users: dict[str, str] | None = None
     pending = []
     for planned in plan.claims:
         real = _real_claim_name(planned.name, by_name)
@@ -74,8 +75,23 @@ def unallocated_claims(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, Res
         if running and (claim is None or not _member_lives(planned.name, by_name)):
             continue
         member, slash, _ = planned.name.partition("/")
-        pending.append(PendingClaim(planned, claim, nodes.get(member, "") if slash else ""))
+        if not slash:  # recorded under the claim's own name: the node of a planned member using it
+            users = users if users is not None else _claim_users(by_name.values(), nodes)
+            member = users.get(planned.name, "")
+        pending.append(PendingClaim(planned, claim, nodes.get(member, "")))
     return tuple(pending)
+
+
+def _claim_users(pods: Iterable[Pod], nodes: Mapping[str, str]) -> dict[str, str]:
+    """Claim name -> the name of a planned member that uses it."""
+    users: dict[str, str] = {}
+    for pod in pods:
+        if pod.name in nodes:
+            for entry in pod.resource_claims:
+                name = pod.claim_name_for(entry)
+                if name:
+                    users.setdefault(name, pod.name)
+    return users
 
 
 def _member_lives(recorded: str, pods: Mapping[str, Pod]) -> bool:
