@@ -198,6 +198,26 @@ def unbound_report(core: Any, namespace: str, bound: set[str]) -> list[str]:
                    for c in claims for r in ((c.get("status") or {}).get("allocation") or {})
                    .get("devices", {}).get("results", []) if r.get("pool") == node]
         lines.append(f"  node {node}: {len(on_node)} pods {on_node}; {len(devices)} devices allocated {devices}")
+        lines.extend(_history(core, claims, [p for p in pods if p.metadata.namespace == namespace and (
+            p.spec.node_name == node or (not p.spec.node_name and _pinned_node(p) == node))]))
+    return lines
+
+
+def _history(core: Any, claims: list[dict[str, Any]], pods: list[Any]) -> list[str]:
+    """When each pod's group was admitted (and to which devices), and when its claim was allocated."""
+    groups = client.CustomObjectsApi(core.api_client)
+    lines = []
+    for item in pods:
+        name, namespace = item.metadata.name, item.metadata.namespace
+        try:
+            status = groups.get_namespaced_custom_object("draq.io", "v1alpha1", namespace, "podgroups", name)["status"]
+        except Exception:
+            status = {}
+        plan = [d["device"] for c in (status.get("plan") or {}).get("claims", []) for d in c.get("devices", [])]
+        allocated = [f"{f.get('time')}" for c in claims if c["metadata"]["name"].startswith(f"{name}-")
+                     for f in c["metadata"].get("managedFields", []) if f.get("subresource") == "status"]
+        lines.append(f"    {name}: admitted {status.get('admittedAt')} plan {plan} phase {status.get('phase')}; "
+                     f"claim status written {allocated}")
     return lines
 
 

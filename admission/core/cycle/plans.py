@@ -58,6 +58,7 @@ class PendingClaim:
     planned: PlannedClaim
     claim: ResourceClaim | None
     node: str
+    namespace: str = ""
 
 
 def unallocated_claims(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, ResourceClaim], namespace: str,
@@ -78,7 +79,7 @@ def unallocated_claims(plan: Plan, pods: Iterable[Pod], claims: Mapping[str, Res
         if not slash:  # recorded under the claim's own name: the node of a planned member using it
             users = users if users is not None else _claim_users(by_name.values(), nodes)
             member = users.get(planned.name, "")
-        pending.append(PendingClaim(planned, claim, nodes.get(member, "")))
+        pending.append(PendingClaim(planned, claim, nodes.get(member, ""), namespace))
     return tuple(pending)
 
 

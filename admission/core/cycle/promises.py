@@ -12,19 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from admission.core.allocator import Allocator, Snapshot, Usage
+from admission.core.allocator import Allocator, Snapshot, Usage, pod_claims
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.plans import PendingClaim, planned_allocation
 from admission.core.cycle.progress import pending_claims
+from admission.core.errors import InvalidInput
 from admission.core.features import FeatureGates
-from admission.core.models import AllocationResult
+from admission.core.models import AllocationResult, ResourceClaim
 
 
 def settled_promises(snapshot: Snapshot, gates: FeatureGates,
                      groups: Iterable[GroupView]) -> tuple[AllocationResult, ...]:
     """The devices of admitted or running groups' claims not seen allocated yet, each promise whose planned
-    devices are taken by then placed again on its node (kept as planned when it cannot be: the claim does
-    not exist yet, is shared by name, or nothing on the node fits it any more)."""
+    devices are taken by then placed again on its node (kept as planned when it cannot be: no member's node
+    is known for it, neither the claim nor its template is there, or nothing on the node fits it any more)."""
     pending = pending_claims(groups, snapshot.claims)
     if not pending:
         return ()
@@ -33,7 +34,7 @@ def settled_promises(snapshot: Snapshot, gates: FeatureGates,
     settled = []
     for promise in pending:
         allocation = planned_allocation(promise.planned)
-        if _taken(allocation, usage) and promise.claim is not None and promise.node:
+        if promise.node and _taken(allocation, usage):
             allocator = allocator or Allocator(snapshot, gates)
             allocation = _placed_again(allocator, promise, usage) or allocation
         usage.add(allocation, gates)
@@ -46,7 +47,23 @@ def _taken(allocation: AllocationResult, usage: Usage) -> bool:
 
 
 def _placed_again(allocator: Allocator, promise: PendingClaim, usage: Usage) -> AllocationResult | None:
-    if promise.claim is None or promise.node not in allocator.snapshot.nodes:
+    claim = promise.claim or _placeholder(allocator.snapshot, promise)
+    if claim is None or promise.node not in allocator.snapshot.nodes:
         return None
-    outcome = allocator.allocate(promise.node, [promise.claim], usage)
-    return outcome.allocations.get(promise.claim.key) if outcome.allocatable else None
+    outcome = allocator.allocate(promise.node, [claim], usage)
+    return outcome.allocations.get(claim.key) if outcome.allocatable else None
+
+
+def _placeholder(snapshot: Snapshot, promise: PendingClaim) -> ResourceClaim | None:
+    """The claim a member's template entry will make, as the plan was made with it, while the claim
+    controller has not created it yet (in a burst it can lag by seconds)."""
+    member, slash, entry = promise.planned.name.partition("/")
+    pod = snapshot.pods.get(f"{promise.namespace}/{member}")
+    if not slash or pod is None:
+        return None
+    try:
+        claims = pod_claims(snapshot.claims, snapshot.templates, pod)
+    except InvalidInput:
+        return None
+    name = pod.pending_claim_name(entry)
+    return next((c for c in claims if c.name == name), None)

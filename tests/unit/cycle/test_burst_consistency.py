@@ -1,7 +1,9 @@
 """A burst of one-pod groups against a scheduler that lags and chooses its own devices.
 
 draq pins each released member to a node; the scheduler then allocates any free device of that node, and
-draq sees the binding and the allocation each at its own later cycle (two watches). Over seeded runs, no
+draq sees the binding and the allocation each at its own later cycle (two watches). The claim controller
+makes each member's claim from its template at a later cycle too, so some groups are admitted before
+their claim exists. Over seeded runs, no
 node may ever be given more pinned members than it has free devices: the scheduler must always find one.
 """
 
@@ -45,6 +47,7 @@ class Member:
     """One group's pod and claim: what is true, and what draq has seen of it."""
 
     name: str
+    claim_made: bool = False  # by the claim controller, from the member's template
     node: str = ""  # pinned by draq
     device: str = ""  # allocated by the scheduler
     bound: bool = False
@@ -71,10 +74,12 @@ class Burst:
             objects.extend(gpu_node(f"node-{n}", gpus=GPUS))
         for m in self.members:
             objects.append(pod(m.name, NS, queue="lq", group=m.name, group_min=1, gated=not m.record,
-                               templates={"gpu": "one-gpu"}, claim_statuses={"gpu": f"{m.name}-gpu"},
+                               templates={"gpu": "one-gpu"},
+                               claim_statuses={"gpu": f"{m.name}-gpu"} if m.claim_made else None,
                                node=m.node if m.seen_bound else None, phase="Running" if m.seen_bound else None))
-            allocation = [result("gpus", m.seen_device, m.node)] if m.seen_device else None
-            objects.append(claim(f"{m.name}-gpu", exactly("gpus"), namespace=NS, allocation=allocation))
+            if m.claim_made:
+                allocation = [result("gpus", m.seen_device, m.node)] if m.seen_device else None
+                objects.append(claim(f"{m.name}-gpu", exactly("gpus"), namespace=NS, allocation=allocation))
         return objects
 
     def records(self) -> list[Any]:
@@ -103,7 +108,7 @@ class Burst:
     def schedule(self) -> None:
         """The scheduler binds some released members on their pinned nodes, on devices of its choice."""
         for m in self.members:
-            if m.record and not m.bound and self.rng.random() < 0.5:
+            if m.record and m.claim_made and not m.bound and self.rng.random() < 0.5:
                 free = sorted({f"gpu-{g}" for g in range(GPUS)} - self.taken[m.node])
                 assert free, f"{m.name} was pinned to {m.node}, which has no free GPU left"
                 m.device = self.rng.choice(free)
@@ -113,6 +118,8 @@ class Burst:
     def watch(self) -> None:
         """draq's two watches deliver bindings and allocations independently, each late at random."""
         for m in self.members:
+            if not m.claim_made and self.rng.random() < 0.4:
+                m.claim_made = True
             if m.bound and not m.seen_bound and self.rng.random() < 0.5:
                 m.seen_bound = True
             if m.bound and not m.seen_device and self.rng.random() < 0.5:
@@ -124,7 +131,7 @@ def test_no_node_gets_more_pinned_members_than_free_devices(seed: int) -> None:
     print(f"seed {seed}")
     burst = Burst(seed)
     count = 0
-    for _ in range(14):
+    for _ in range(20):
         for _ in range(burst.rng.randint(0, 4)):
             burst.members.append(Member(f"g-{count:03d}"))
             count += 1
