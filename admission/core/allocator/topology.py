@@ -175,6 +175,9 @@ def _free(domains: tuple[Domain, ...], usage: Usage) -> tuple[dict[str, int], fr
     return {d.value: len(d.devices) - len(d.devices & taken) for d in domains}, taken
 
 
+BREAKDOWN = 3
+"""How many domains a "no single domain" answer names: the closest and the next ones."""
+
 Tried = tuple[Domain, GangPlacement, int]  # a domain tried, its answer, and how many members it took (at most)
 
 
@@ -206,16 +209,25 @@ def _best_single(allocator: Allocator, members: Sequence[GangMember], level: Top
 
 def _no_single(members: Sequence[GangMember], level: TopologyLevel, domains: tuple[Domain, ...],
                free: Mapping[str, int], need: int, tried: list[Tried]) -> GangPlacement:
-    """Why no single domain holds the gang: the one that came closest, and what it lacked."""
+    """Why no single domain holds the gang: the one that came closest and what it lacked, then the next
+    closest (at most `BREAKDOWN` in all) and how many other domains lack the free devices."""
     if not tried:
-        most = max(domains, key=lambda d: (free[d.value], d.value))
+        most = sorted(domains, key=lambda d: (-free[d.value], d.value))[:BREAKDOWN]
+        listed = ", ".join(f"{level.name} {d.value} with {free[d.value]}" for d in most)
         return GangPlacement(False, reason=(
-            f"no {level.name} has the {need} free devices the whole gang needs; the most free: {level.name} "
-            f"{most.value} with {free[most.value]}"))
-    domain, closest, took = max(tried, key=lambda t: (t[2], free[t[0].value]))
+            f"no {level.name} has the {need} free devices the whole gang needs; the most free: {listed}"))
+    ranked = sorted(tried, key=lambda t: (-t[2], -free[t[0].value], t[0].value))
+    domain, closest, took = ranked[0]
     reason = (f"no {level.name} holds the whole gang ({len(members)} pods, {need} devices): the closest, "
               f"{level.name} {domain.value} ({free[domain.value]} free devices), took {took} of "
               f"{len(members)} pods; {closest.reason}")
+    nexts = [f"{level.name} {d.value} took {t} ({free[d.value]} free)" for d, _, t in ranked[1:BREAKDOWN]]
+    if nexts:
+        reason += f"; next: {', '.join(nexts)}"
+    short = len(domains) - len(tried)
+    if short:
+        verb = "s lack" if short > 1 else " lacks"
+        reason += f"; {short} other {level.name}{verb} the {need} free devices"
     return dataclasses.replace(closest, reason=reason)
 
 

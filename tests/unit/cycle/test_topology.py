@@ -128,7 +128,8 @@ def test_a_gang_that_fits_no_rack_now_waits_naming_the_closest() -> None:
     assert admitted(result, "first").placement.nodes == {f"{NS}/first-0": "a-0"}
     wait = waiting(result, "g")
     assert wait.reason is WaitReason.DEVICES
-    assert "no rack has the 12 free devices the whole gang needs; the most free: rack b with 8" in wait.message
+    assert "no rack has the 12 free devices the whole gang needs; the most free: rack a with 8, rack b with 8" \
+        in wait.message
 
 
 def test_the_closest_rack_is_named_with_what_it_lacked() -> None:
@@ -140,6 +141,17 @@ def test_the_closest_rack_is_named_with_what_it_lacked() -> None:
     wait = waiting(run(objects), "g")
     assert wait.reason is WaitReason.DEVICES
     assert "the closest, rack a (12 free devices), took 1 of 3 pods" in wait.message
+
+
+def test_the_wait_names_the_next_closest_racks_and_how_many_lack_room() -> None:
+    # Rack c takes 2 of the 3 pods (nodes of 5, 5 and 3 free GPUs), rack a 1 (6, 3, 3); rack b has 8 in all.
+    objects = [*rack_node("a-0", "a", 6), *rack_node("a-1", "a", 3), *rack_node("a-2", "a", 3),
+               *rack_node("b-0", "b", 4), *rack_node("b-1", "b", 4),
+               *rack_node("c-0", "c", 5), *rack_node("c-1", "c", 5), *rack_node("c-2", "c", 3),
+               *annotated(gang("g", 3, 4), TOPOLOGY_REQUIRED_ANNOTATION, "rack")]
+    message = waiting(run(objects), "g").message
+    assert "the closest, rack c (13 free devices), took 2 of 3 pods" in message
+    assert message.endswith("; next: rack a took 1 (12 free); 1 other rack lacks the 12 free devices")
 
 
 def test_preferred_rack_spans_the_fewest_racks() -> None:
