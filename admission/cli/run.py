@@ -58,8 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-period", type=float, default=DEFAULTS.retry_period_seconds, metavar="SECONDS",
                         help="how often replicas renew or try to take the Lease (default: 2/15 of the lease)")
     parser.add_argument("--debounce", type=float, default=DEFAULTS.debounce_seconds, metavar="SECONDS",
-                        help="quiet time after a change before a cycle runs, when the last pass ended less than that "
-                             "ago (default %(default)s); an idle operator waits 10 ms")
+                        help="the longest quiet time after a change before a cycle runs, when the last pass ended "
+                             "less than that ago: as long as that pass took, up to this (default %(default)s); an "
+                             "idle operator waits 10 ms")
     parser.add_argument("--park-safety", type=float, default=DEFAULTS.park_safety_seconds, metavar="SECONDS",
                         help="a pending group that was evaluated and not admitted is evaluated again only when "
                              "something that could change its answer happens, and at least this often "

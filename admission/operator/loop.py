@@ -98,7 +98,7 @@ WRITE_CONCURRENCY = 16
 
 IDLE_SETTLE_SECONDS = 0.01
 """An idle operator's quiet time after the first change: long enough for the watch events of one request
-(a pod and its claims), far shorter than the debounce a busy one keeps (`Operator._quiet_seconds`)."""
+(a pod and its claims), far shorter than the debounce a busy one keeps at most (`Operator._quiet_seconds`)."""
 
 WAIT_DETAIL_SECONDS = 30.0
 """A waiting group's status is written again at once when the reason it waits for changes or the group
@@ -133,6 +133,7 @@ class Operator:
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
         self._parking = Parking(safety_seconds=settings.park_safety_seconds)  # carried from pass to pass
         self._last_pass_end: float | None = None  # monotonic; `_quiet_seconds`
+        self._last_pass_seconds = 0.0
         self.health = LoopHealth(clock)
         self.heap = HeapKeeper(clock)
         self.metrics = OperatorMetrics(registry or CollectorRegistry(),
@@ -176,9 +177,11 @@ class Operator:
                 if self.elector is not None and not self.elector.may_write():
                     continue
                 try:
+                    started = self.clock.monotonic()
                     with self.health.running_pass():
                         await self._pass_in_term()
                     self._last_pass_end = self.clock.monotonic()
+                    self._last_pass_seconds = self._last_pass_end - started
                     self.heap.after_pass()
                 except LeadershipLost as err:
                     log.warning("admission cycle abandoned: %s", err)
@@ -265,9 +268,13 @@ class Operator:
         self.cache.changed.clear()
 
     def _quiet_seconds(self) -> float:
+        """While passes follow each other, as long as the last pass took (at least a moment, at most the
+        debounce): a burst whose passes grow long is gathered into few passes, the loop spends at most about
+        half its time deciding, and a change after a quick pass is answered at once."""
         debounce = self.settings.debounce_seconds
+        settle = min(IDLE_SETTLE_SECONDS, debounce)
         busy = self._last_pass_end is not None and self.clock.monotonic() - self._last_pass_end < debounce
-        return debounce if busy else min(IDLE_SETTLE_SECONDS, debounce)
+        return min(debounce, max(settle, self._last_pass_seconds)) if busy else settle
 
     async def discover_gangs(self) -> None:
         """The gang API the cluster serves: the PodGroups draq creates for `spec.schedulingGroup` are of it."""

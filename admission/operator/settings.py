@@ -23,8 +23,9 @@ class OperatorSettings:
     # `draq run --native-gangs`: with `off` the operator neither watches nor creates scheduling.k8s.io objects
     # (the chart then grants no right to them).
     native_gangs: str = "auto"
-    # Quiet time after a change before a cycle runs while passes follow each other, so a burst of pod
-    # creations is decided at once (an idle operator waits only `loop.IDLE_SETTLE_SECONDS`).
+    # The longest quiet time after a change before a cycle runs while passes follow each other (as long as
+    # the last pass took, up to this), so a burst of pod creations is decided at once (an idle operator waits
+    # only `loop.IDLE_SETTLE_SECONDS`).
     debounce_seconds: float = 0.15
     # A cycle also runs this often without changes (e.g. to re-evaluate after a failed write).
     resync_seconds: float = 30.0
