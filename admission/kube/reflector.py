@@ -79,18 +79,24 @@ class Reflector:
         return self.project(typed(self.resource, obj))
 
     async def run(self) -> None:
+        """List, then watch; a watch the server ends (its timeout) is resumed from the last version seen, and
+        only an expired version (410 Gone), a missing kind or an error lists again: a relist re-reads and
+        re-parses every object of the kind, which on a large cluster costs the API server and the next pass."""
         backoff = RETRY_FIRST
+        version: str | None = None
         while True:
             try:
-                version = await self._list()
-                backoff = RETRY_FIRST
                 if version is None:
-                    await asyncio.sleep(self._retry_absent_after)
-                    continue
-                await self._watch(version)
+                    version = await self._list()
+                    backoff = RETRY_FIRST
+                    if version is None:
+                        await asyncio.sleep(self._retry_absent_after)
+                        continue
+                version = await self._watch(version)
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # the API may be briefly away: relist after a pause
+                version = None
                 log.warning("cache of %s: %s; listing again in %.1fs", self.resource.kind, err, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, RETRY_CAP)
@@ -114,14 +120,18 @@ class Reflector:
         self._on_change()
         return str(metadata(listing).get("resourceVersion", ""))
 
-    async def _watch(self, version: str) -> None:
+    async def _watch(self, version: str) -> str | None:
+        """Apply the watch's events; the version to watch from next when the server ends the watch, None to
+        list again."""
         async for event in self._api.watch(self.resource.list_path(), version):
             kind, obj = event.get("type"), event.get("object")
             if not isinstance(obj, Mapping):
                 continue
             if kind == "ERROR":
-                return  # usually 410 Gone: list again
+                return None  # usually 410 Gone: list again
+            version = str(metadata(obj).get("resourceVersion") or version)  # bookmarks too
             self.apply_event(str(kind), obj)
+        return version
 
     def apply_event(self, kind: str, obj: Mapping[str, Any]) -> None:
         """One watch event on the store (ADDED, MODIFIED, DELETED; others, e.g. BOOKMARK, change nothing)."""
