@@ -25,9 +25,10 @@ from typing import TypeVar
 
 # Pinned to patch releases whose staging modules are all served by the Go module proxy
 # (v1.35.6 and v1.34.9 lack k8s.io/externaljwt, k8s.io/kube-proxy or k8s.io/cli-runtime there).
-DEFAULT_VERSION = "v1.35.8"
+# The default is the newest release; the others are built on demand (`--kubernetes-version`).
+DEFAULT_VERSION = "v1.37.2"
 COMPAT_VERSION = "v1.34.10"
-KNOWN_VERSIONS = {"1.37": "v1.37.2", "1.36": "v1.36.3", "1.35": DEFAULT_VERSION, "1.34": COMPAT_VERSION}
+KNOWN_VERSIONS = {"1.37": DEFAULT_VERSION, "1.36": "v1.36.3", "1.35": "v1.35.8", "1.34": COMPAT_VERSION}
 COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/", re.MULTILINE)
 T = TypeVar("T")
@@ -67,9 +68,9 @@ def cache_root() -> Path:
 
 
 def resolve_version(version: str | None) -> str:
-    """Accept `1.35`, `1.35.6` or `v1.35.6`; `None` means the pinned default."""
+    """Accept `1.35`, `1.35.6` or `v1.35.6`; `None` means $DRAQ_KUBERNETES_VERSION, else the pinned default."""
     if not version:
-        return os.environ.get("DRAQ_KUBERNETES_VERSION", DEFAULT_VERSION)
+        version = os.environ.get("DRAQ_KUBERNETES_VERSION") or DEFAULT_VERSION
     v = version.strip()
     if v.lstrip("v") in KNOWN_VERSIONS:
         return KNOWN_VERSIONS[v.lstrip("v")]

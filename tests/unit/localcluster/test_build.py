@@ -9,8 +9,12 @@ import pytest
 from admission.localcluster import build
 
 
-def test_short_versions_resolve_to_pinned_patch_releases() -> None:
-    assert build.resolve_version("1.35") == build.DEFAULT_VERSION
+def test_short_versions_resolve_to_pinned_patch_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DRAQ_KUBERNETES_VERSION", raising=False)
+    assert build.resolve_version("1.37") == build.DEFAULT_VERSION == build.resolve_version(None)
+    assert build.resolve_version("1.35") == "v1.35.8"
+    monkeypatch.setenv("DRAQ_KUBERNETES_VERSION", "1.36")
+    assert build.resolve_version(None) == "v1.36.3"
     assert build.resolve_version("v1.34") == build.COMPAT_VERSION
     assert build.resolve_version("1.36.2") == "v1.36.2"
 
