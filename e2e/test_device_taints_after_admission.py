@@ -2,7 +2,8 @@
 devices are tainted `NoExecute` before its members bind is handled like one whose node was tainted: evicted
 at its bind timeout, and once requeued it waits saying the devices are tainted.
 
-Runs on a control plane of 1.37 or later: the session's when it is one, else a plane of its own.
+Runs on a control plane of its own (1.37 or the session's release if later): the group must have no GPU node
+but the tainted one, and the session's plane keeps other tests' nodes.
 """
 
 from __future__ import annotations
@@ -27,13 +28,10 @@ TAINT = {"key": "gpu.example.com/unhealthy", "value": "xid-79", "effect": "NoExe
 
 @pytest.fixture(scope="module")
 def plane_1_37(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    if control_plane.minor() >= 37:
-        yield control_plane
-        return
     from e2e.test_webhook import REPO
 
     work_dir = Path(tempfile.mkdtemp(prefix="draq-e2e-device-taints-"))
-    plane = ControlPlane(work_dir, version="1.37")
+    plane = ControlPlane(work_dir, version=control_plane.version if control_plane.minor() >= 37 else "1.37")
     plane.start()
     try:
         plane.kubectl("apply", "-f", str(REPO / "crds"))
