@@ -19,6 +19,9 @@ from admission.core.simulate import profiles
 Manifest = dict[str, Any]
 NIC = "nic.example.com"
 SHARED = "share.example.com"  # devices that many claims share, each consuming some of their memory
+# An extended resource a DeviceClass serves by name (KEP-5004); every class also serves its implicit
+# `deviceclass.resource.kubernetes.io/<class>`. No simulated node lists either in its allocatable.
+EXTENDED_CLASS, EXTENDED_RESOURCE = "extended-gpu", "example.com/gpu"
 
 # The scenarios are the same on every run, in CI and locally: the README's "zero disagreements" is for
 # this seed. DRAQ_DIFF_SEED picks others; a disagreement names its seed and trial.
@@ -57,7 +60,9 @@ def device_classes() -> list[Manifest]:
     def klass(name: str, expression: str) -> Manifest:
         return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
                 "spec": {"selectors": [{"cel": {"expression": expression}}]}}
-    return profiles.device_classes() + [klass(n, e) for n, e in EXTRA_CLASSES.items()]
+    extended = klass(EXTENDED_CLASS, EXTRA_CLASSES["any-gpu"])
+    extended["spec"]["extendedResourceName"] = EXTENDED_RESOURCE  # dropped where the feature is off
+    return profiles.device_classes() + [klass(n, e) for n, e in EXTRA_CLASSES.items()] + [extended]
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class Features:
     taints: bool = False  # DRADeviceTaints
     distinct: bool = False  # DRAConsumableCapacity: the API server keeps distinctAttribute constraints
     admin: bool = True  # DRAAdminAccess (on by default): the trial namespace allows admin access
+    extended: bool = False  # DRAExtendedResource: containers ask for extended resources DRA devices serve
 
 
 TAINT_KEY = "draq.io/unhealthy"
@@ -306,6 +312,8 @@ def _newer_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
                     for toleration in selection.get("tolerations", []):
                         if rng.random() < 0.4:
                             toleration.pop("effect", None)  # tolerates every effect
+    if features.extended and rng.random() < 0.3:
+        _extended_resources(trial, rng)
     if features.distinct and rng.random() < 0.35:
         shared = _shared_slice(trial.node_name, rng)
         trial.slices.append(shared)
@@ -314,6 +322,24 @@ def _newer_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
             if rng.random() < 0.6:
                 claim["spec"]["devices"]["requests"].append({"name": "share", "exactly": _share_request(rng)})
                 trial.notes.append(f"{claim['metadata']['name']}: shares of a device (consumable capacity)")
+
+
+def _extended_resources(trial: Trial, rng: random.Random) -> None:
+    """The container asks for GPUs as an extended resource (the class's own name or the implicit one), which
+    the scheduler turns into a claim of its own for the pod; sometimes the pod has no claim besides."""
+    implicit = f"deviceclass.resource.kubernetes.io/{_gpu_class(rng, _gpu_driver(trial))}"
+    resource = rng.choice([EXTENDED_RESOURCE, implicit])
+    count = rng.choice([1, 1, 2, 4, 8])
+    if rng.random() < 0.3:
+        trial.claims.clear()
+        trial.pod["spec"]["resourceClaims"] = []
+        trial.pod["spec"]["containers"][0]["resources"] = {}
+    trial.pod["spec"]["containers"][0]["resources"]["limits"] = {resource: str(count)}
+    trial.notes.append(f"{trial.pod['metadata']['name']}: {count} of {resource} (extended resource through DRA)")
+
+
+def _gpu_driver(trial: Trial) -> str:
+    return str(trial.slices[0]["spec"]["driver"])
 
 
 def trial(seed: int, index: int, features: Features = Features()) -> Trial:

@@ -14,7 +14,9 @@ from typing import Any
 
 from admission.core.allocator.api import Allocator, Outcome, Snapshot, Status
 from admission.core.features import gates_for
-from admission.core.models import ResourceClaim, parse_objects
+from admission.core.models import ClaimSpec, DeviceClass, ObjectMeta, Pod, ResourceClaim, parse_objects
+from admission.core.nodefit.extended import extended_claim_name, extended_requests, extended_resource_class
+from admission.localcluster import build
 from admission.localcluster.controlplane import ALPHA_DRA_GATES, ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from e2e import scenarios, trials
@@ -26,17 +28,18 @@ BATCH = 50
 
 
 def cluster_gates(plane: ControlPlane) -> Any:
-    version = (plane.version or "1.35").lstrip("v")
+    version = build.resolve_version(plane.version).lstrip("v")
     return gates_for(version, {g: True for g in ALPHA_DRA_GATES} if plane.alpha_dra else {})
 
 
 def scenario_features(plane: ControlPlane) -> scenarios.Features:
     """With the gates on (alpha before 1.36, beta or GA by default since), scenarios also use device taints,
-    distinctAttribute constraints and (1.35+ slice layout) partitions. Admin-access requests are used
-    always (the namespace allows them)."""
+    distinctAttribute constraints, (1.35+ slice layout) partitions and extended resources served by
+    DRA devices. Admin-access requests are used always (the namespace allows them)."""
     gates = cluster_gates(plane)
     return scenarios.Features(partitions=gates.partitionable_devices and gates.minor >= 35,
-                              taints=gates.device_taints, distinct=gates.consumable_capacity)
+                              taints=gates.device_taints, distinct=gates.consumable_capacity,
+                              extended=gates.extended_resource)
 
 
 def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:
@@ -45,7 +48,19 @@ def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: An
     names = {c["metadata"]["name"] for c in trial.claims}
     claims = sorted((m for m in models if isinstance(m, ResourceClaim) and m.name in names),
                     key=lambda c: [x["metadata"]["name"] for x in trial.claims].index(c.name))
-    return Allocator(snapshot, gates).allocate(trial.node_name, claims)
+    extended = extended_claim(trial, [m for m in models if isinstance(m, DeviceClass)])
+    return Allocator(snapshot, gates).allocate(trial.node_name, claims if extended is None else [*claims, extended])
+
+
+def extended_claim(trial: scenarios.Trial, classes: list[DeviceClass]) -> ResourceClaim | None:
+    """The claim the scheduler makes for the pod's extended resources that DRA devices serve (no simulated
+    node lists them in its allocatable), allocated after the pod's own claims."""
+    [pod] = [m for m in parse_objects([trial.pod]) if isinstance(m, Pod)]
+    requests = extended_requests(pod.containers, lambda name: extended_resource_class(name, classes))
+    if not requests:
+        return None
+    return ResourceClaim(meta=ObjectMeta(name=extended_claim_name(pod.name), namespace=pod.namespace),
+                         spec=ClaimSpec(tuple(request for _, request in requests)))
 
 
 def agrees(outcome: Outcome, verdict: trials.Verdict) -> bool:
