@@ -206,6 +206,35 @@ class SnapshotInventory:
     def current_generation(self, pool: PoolId) -> int:
         return max((s.pool_generation for s in self.slices_by_pool.get(pool, ())), default=0)
 
+    def plain_devices(self, node_name: str) -> tuple[Device, ...] | None:
+        """The devices of a node that only its own plain slices can reach, without building its view; None
+        when the view is needed to know.
+
+        Plain: no slice in the snapshot is for more than one node, and each slice of the node is alone in
+        its pool (one slice, announcing one), declares no counter sets and selects no devices per node.
+        Every pool of such a node is then valid and complete, and the devices of its view are these,
+        under every release and gate set.
+        """
+        if self._shared:
+            return None
+        local = self._local.get(node_name)
+        if local is None:
+            return ()
+        if len(local) == 1:
+            item = local[0]
+            return item.devices if self._is_plain(item) else None
+        devices: list[Device] = []
+        for item in local:
+            if not self._is_plain(item):
+                return None
+            devices.extend(item.devices)
+        return tuple(devices)
+
+    def _is_plain(self, item: ResourceSlice) -> bool:
+        # One slice cannot name a device twice (the parser refuses it), so its pool is valid.
+        return not (item.shared_counters or item.per_device_node_selection or item.resource_slice_count != 1
+                    or len(self.slices_by_pool.get((item.driver, item.pool_name), ())) != 1)
+
     def _build_view(self, node: Node, gates: FeatureGates) -> NodeView:
         relevant: dict[PoolId, list[ResourceSlice]] = defaultdict(list)
         for item in (*self._local.get(node.name, ()), *self._shared):
