@@ -116,3 +116,19 @@ def test_full_nodes_agree_with_the_views() -> None:
     by_views = {n for n in made.snapshot.nodes if (v := fresh.view(n)).devices and v.pools_valid
                 and all(usage.is_allocated(d.id) for d in v.devices)}
     assert by_views == {"n1"}
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.37"])
+def test_a_plain_view_is_the_checked_view(version: str) -> None:
+    gates = gates_exactly(version, ["DRAAdminAccess", "DRAPrioritizedList", "DRADeviceBindingConditions",
+                                    "DRAResourceClaimDeviceStatus"])
+    made = allocator(node("n1"), node("n2"), device_class(), gpus("n1", 3),
+                     resource_slice("n1", device("b-0", bindingConditions=["ready"], bindsToNode=True),
+                                    device("b-1"), name="n1-bound", pool="a-bound"),
+                     resource_slice("n1", device("z-0"), name="n1-z", pool="z-pool", driver="other.example.com"),
+                     gates=gates)
+    inventory = made.snapshot.inventory
+    for name in ("n1", "n2"):
+        target = made.snapshot.node(name)
+        assert inventory.plain_devices(name) is not None
+        assert made.view(name) == inventory._checked_view(target, gates)
