@@ -269,7 +269,8 @@ class Allocator:
         """`_first_request_has_no_device` decided before the node's view is built, from its slices: when
         they are plain (`SnapshotInventory.plain_devices`), every pool is valid and the view's devices are
         theirs, so the answer needs only the count of free ones. Only where none is free: any free device
-        would be tried against selectors, which may fail with an error the scheduler reports."""
+        would be tried against selectors, which may fail with an error the scheduler reports. Plain slices
+        have no device that may be shared, so consumable capacity changes nothing here."""
         if not self._first_request_is_plain(pending):
             return False
         devices = self.snapshot.inventory.plain_devices(node)
@@ -289,7 +290,7 @@ class Allocator:
         scheduler's answer is the same "does not fit"."""
         if not view.devices:
             return False  # nothing to try: the search is cheap, and may have pools to report
-        if not view.pools_valid or not self._first_request_is_plain(pending):
+        if not view.pools_valid or self.gates.consumable_capacity or not self._first_request_is_plain(pending):
             return False
         is_allocated = usage.is_allocated
         for device in view.devices:  # noqa: SIM110 (a loop costs less than a generator, on every node tried)
@@ -299,9 +300,7 @@ class Allocator:
 
     def _first_request_is_plain(self, pending: Sequence[ResourceClaim]) -> bool:
         """Every claim passed the request checks on an earlier node, and the first request is a plain
-        `exactly` one: no admin access, no shared devices (consumable capacity off), at least one device."""
-        if self.gates.consumable_capacity:
-            return False
+        `exactly` one: no admin access, at least one device."""
         memo = self._claims
         for claim in pending:
             known = memo.get(id(claim))

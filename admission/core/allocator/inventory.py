@@ -215,8 +215,9 @@ class SnapshotInventory:
 
         Plain: no slice in the snapshot is for more than one node, and each slice of the node is alone in
         its pool (one slice, announcing one), declares no counter sets, selects no devices per node and
-        has no device that consumes counters. Every pool of such a node is then valid and complete, and
-        the devices of its view are these, under every release and gate set.
+        has no device that consumes counters or may be shared (allowMultipleAllocations). Every pool of
+        such a node is then valid and complete, the devices of its view are these, under every release
+        and gate set, and each is taken by one request at most.
         """
         local = self._plain_slices(node_name)
         if local is None:
@@ -241,10 +242,10 @@ class SnapshotInventory:
         if known is not None and known[0] is item:
             return known[1]
         # One slice cannot name a device twice (the parser refuses it): its pool is valid unless a device
-        # consumes counters the slice does not declare.
+        # consumes counters the slice does not declare. Shared devices are left to the view's search.
         plain = not (item.shared_counters or item.per_device_node_selection or item.resource_slice_count != 1
                      or len(self.slices_by_pool.get((item.driver, item.pool_name), ())) != 1
-                     or any(d.consumes_counters for d in item.devices))
+                     or any(d.consumes_counters or d.allow_multiple_allocations for d in item.devices))
         self._plain[id(item)] = (item, plain)
         return plain
 

@@ -10,6 +10,7 @@ import pytest
 from admission.core.allocator import Allocator
 from admission.core.allocator.inventory import SnapshotInventory
 from admission.core.features import exactly as gates_exactly
+from admission.core.features import gates_for
 from tests.support.builders import (
     DRIVER,
     claim,
@@ -42,9 +43,11 @@ def views_built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return built
 
 
-def test_a_full_plain_node_is_refused_without_its_view(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.37"])
+def test_a_full_plain_node_is_refused_without_its_view(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    # 1.36 and 1.37 have consumable capacity on: plain slices have no device that may be shared.
     made = allocator(node("n1"), node("n2"), device_class(), gpus("n1", 4), gpus("n2", 4), full("n1", 4),
-                     claim("want", exactly(count=1)), gates=GATES)
+                     claim("want", exactly(count=1)), gates=gates_for(version))
     want = made.snapshot.claims["default/want"]
     assert made.allocate("n2", [want]).allocatable  # the claim checks, on another node first
     built = views_built(monkeypatch)
@@ -94,6 +97,7 @@ SHARED = resource_slice(None, device("net-0"), name="fabric", pool="fabric",
     ((resource_slice("n1", device("c-0"), name="n1-c", pool="counted", counters={"set": {"memory": "1Gi"}}),),
      False),
     ((resource_slice("n1", device("i-0"), name="n1-i", pool="incomplete", count=2),), False),
+    ((resource_slice("n1", device("s-0", allowMultipleAllocations=True), name="n1-s", pool="shared"),), False),
 ])
 def test_only_plain_slices_are_counted_without_the_view(extra: tuple[dict[str, Any], ...], plain: bool) -> None:
     made = allocator(node("n1"), device_class(), gpus("n1", 2), *extra, gates=GATES)
