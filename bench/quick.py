@@ -42,7 +42,7 @@ from admission.operator.reading import CacheReader
 
 REFERENCE_FILE = Path(__file__).with_name("quick_reference.json")
 LIMIT = 3.0  # fail on a ratio more than this many times the reference ratio
-REPETITIONS = 5
+REPETITIONS = 7
 GATES = gates_for("1.35")
 
 
