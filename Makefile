@@ -4,7 +4,7 @@ PYTHON  ?= python3
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: setup deps controlplane helm actionlint controllers demo test lint unit e2e e2e-alpha e2e-gangs e2e-releases chart chart-sync image-check bench clean
+.PHONY: setup deps controlplane helm actionlint controllers demo test lint unit e2e e2e-alpha e2e-gangs e2e-releases chart chart-sync image-check bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -96,6 +96,11 @@ test: setup lint image-check
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# The benchmarks' quick mode (CI): each figure as a ratio to a reference workload timed in the same run,
+# failing only on a 3x regression from bench/quick_reference.json (see docs/performance.md).
+bench-quick: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/quick.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -202,8 +202,10 @@ class Allocator:
                                message=f"claim {claim.key} is already allocated for other nodes")
         if not pending:
             return Outcome(target.name, Status.ALLOCATED)
-        view = self.snapshot.inventory.node_view(target, self.gates)
         in_use = usage if usage is not None else self.usage
+        if self._full_before_view(target.name, pending, in_use):
+            return Outcome(target.name, Status.UNFIT)
+        view = self.snapshot.inventory.node_view(target, self.gates)
         if self._first_request_has_no_device(view, pending, in_use):
             return Outcome(target.name, Status.UNFIT)
         search = NodeSearch(self.snapshot.inventory, view, in_use, self.gates, self.selectors, self.budget,
@@ -253,12 +255,32 @@ class Allocator:
         """The nodes (of `names`, default all) that have devices, all in use, and only valid pools."""
         found = set()
         is_allocated = usage.is_allocated
+        plain_devices = self.snapshot.inventory.plain_devices
         for name in self.snapshot.nodes if names is None else names:
-            view = self.view(name)
-            if view.devices and all(is_allocated(d.id) for d in view.devices) \
-                    and all(p.invalid is None for p in view.pools):
+            devices = plain_devices(name)  # the view's devices, its pools all valid, when not None
+            if devices is None:
+                view = self.view(name)
+                devices = view.devices if view.pools_valid else ()
+            if devices and all(is_allocated(d.id) for d in devices):
                 found.add(name)
         return found
+
+    def _full_before_view(self, node: str, pending: Sequence[ResourceClaim], usage: Usage) -> bool:
+        """`_first_request_has_no_device` decided before the node's view is built, from its slices: when
+        they are plain (`SnapshotInventory.plain_devices`), every pool is valid and the view's devices are
+        theirs, so the answer needs only the count of free ones. Only where none is free: any free device
+        would be tried against selectors, which may fail with an error the scheduler reports. Plain slices
+        have no device that may be shared, so consumable capacity changes nothing here."""
+        if not self._first_request_is_plain(pending):
+            return False
+        devices = self.snapshot.inventory.plain_devices(node)
+        if not devices:
+            return False
+        is_allocated = usage.is_allocated
+        for device in devices:  # noqa: SIM110 (a loop costs less than a generator, on every node tried)
+            if not is_allocated(device.id):
+                return False
+        return True
 
     def _first_request_has_no_device(self, view: NodeView, pending: Sequence[ResourceClaim], usage: Usage) -> bool:
         """Whether the search is sure to fail at once, before any selector runs: every claim passed the
@@ -268,6 +290,17 @@ class Allocator:
         scheduler's answer is the same "does not fit"."""
         if not view.devices:
             return False  # nothing to try: the search is cheap, and may have pools to report
+        if not view.pools_valid or self.gates.consumable_capacity or not self._first_request_is_plain(pending):
+            return False
+        is_allocated = usage.is_allocated
+        for device in view.devices:  # noqa: SIM110 (a loop costs less than a generator, on every node tried)
+            if not is_allocated(device.id):
+                return False
+        return True
+
+    def _first_request_is_plain(self, pending: Sequence[ResourceClaim]) -> bool:
+        """Every claim passed the request checks on an earlier node, and the first request is a plain
+        `exactly` one: no admin access, at least one device."""
         memo = self._claims
         for claim in pending:
             known = memo.get(id(claim))
@@ -277,15 +310,8 @@ class Allocator:
         if not alternatives or len(alternatives[0]) != 1:
             return False
         first = alternatives[0][0]
-        if first.admin or first.all_devices is not None or first.request != first.result_name \
-                or first.selection.count < 1 \
-                or self.gates.consumable_capacity or not view.pools_valid:
-            return False
-        is_allocated = usage.is_allocated
-        for device in view.devices:  # noqa: SIM110 (a loop costs less than a generator, on every node tried)
-            if not is_allocated(device.id):
-                return False
-        return True
+        return not (first.admin or first.all_devices is not None or first.request != first.result_name
+                    or first.selection.count < 1)
 
 
 def _unique_unallocated(claims: Sequence[ResourceClaim]) -> list[ResourceClaim]:

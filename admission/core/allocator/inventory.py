@@ -70,6 +70,8 @@ class SnapshotInventory:
         self._index_slices(slices)
         self._views: dict[tuple[str, bool, int, bool], NodeView] = {}
         self._devices: dict[tuple[str, int], dict[str, Device]] = {}
+        # Per slice (by id, with the slice to check it is the same object): whether it is plain.
+        self._plain: dict[int, tuple[ResourceSlice, bool]] = {}
         # What callers derive from this index alone (e.g. selector results per gate set), by key.
         self._derived: dict[object, Any] = {}
         # The nodes whose view may differ from the index this one was `updated` from (None: any).
@@ -104,6 +106,7 @@ class SnapshotInventory:
         index.classes = {c.name: c for c in classes} if classes is not None else self.classes
         index._views = dict(self._views)
         index._devices = dict(self._devices)
+        index._plain = {}  # a slice's plainness depends on the other slices of its pool
         index._derived = {}
         changed: set[str] | None = set()
         if nodes is not None:
@@ -206,7 +209,54 @@ class SnapshotInventory:
     def current_generation(self, pool: PoolId) -> int:
         return max((s.pool_generation for s in self.slices_by_pool.get(pool, ())), default=0)
 
+    def plain_devices(self, node_name: str) -> tuple[Device, ...] | None:
+        """The devices of a node that only its own plain slices can reach, without building its view; None
+        when the view is needed to know.
+
+        Plain: no slice in the snapshot is for more than one node, and each slice of the node is alone in
+        its pool (one slice, announcing one), declares no counter sets, selects no devices per node and
+        has no device that consumes counters or may be shared (allowMultipleAllocations). Every pool of
+        such a node is then valid and complete, the devices of its view are these, under every release
+        and gate set, and each is taken by one request at most.
+        """
+        local = self._plain_slices(node_name)
+        if local is None:
+            return None
+        if len(local) == 1:
+            return local[0].devices
+        return tuple(d for item in local for d in item.devices)
+
+    def _plain_slices(self, node_name: str) -> list[ResourceSlice] | None:
+        if self._shared:
+            return None
+        local = self._local.get(node_name)
+        if local is None:
+            return []
+        for item in local:
+            if not self._is_plain(item):
+                return None
+        return local
+
+    def _is_plain(self, item: ResourceSlice) -> bool:
+        known = self._plain.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        # One slice cannot name a device twice (the parser refuses it): its pool is valid unless a device
+        # consumes counters the slice does not declare. Shared devices are left to the view's search.
+        plain = not (item.shared_counters or item.per_device_node_selection or item.resource_slice_count != 1
+                     or len(self.slices_by_pool.get((item.driver, item.pool_name), ())) != 1
+                     or any(d.consumes_counters or d.allow_multiple_allocations for d in item.devices))
+        self._plain[id(item)] = (item, plain)
+        return plain
+
     def _build_view(self, node: Node, gates: FeatureGates) -> NodeView:
+        plain = self._plain_slices(node.name)
+        if plain is not None:
+            return _plain_view(node, plain)
+        return self._checked_view(node, gates)
+
+    def _checked_view(self, node: Node, gates: FeatureGates) -> NodeView:
+        """The view from every slice that may be relevant, each pool checked."""
         relevant: dict[PoolId, list[ResourceSlice]] = defaultdict(list)
         for item in (*self._local.get(node.name, ()), *self._shared):
             if _is_relevant(item, node, gates):
@@ -252,6 +302,20 @@ class SnapshotInventory:
         invalid = _duplicate_device(kept) or _counter_problem(checked, gates)
         return PoolView(driver, name, generation, devices, invalid=invalid, usable=invalid is None,
                         counter_sets=counter_sets, has_binding_conditions=has_binding)
+
+
+def _plain_view(node: Node, local: list[ResourceSlice]) -> NodeView:
+    """The view `_build_view` makes of a node whose slices are plain, without its checks: each slice is
+    a valid, complete pool of its own, and all of its devices are the node's."""
+    pools = [PoolView(s.driver, s.pool_name, s.pool_generation, s.devices,
+                      has_binding_conditions=any(d.binding_conditions for d in s.devices)) for s in local]
+    if len(pools) == 1:
+        devices = pools[0].devices
+    else:
+        pools.sort(key=lambda p: (p.has_binding_conditions, p.driver, p.name))
+        devices = tuple(d for p in pools for d in p.devices)
+    pool_of = {d.id: p for p in pools for d in p.devices}
+    return NodeView(node, tuple(pools), devices, pool_of, True)
 
 
 def _binding_slices_last(gates: FeatureGates) -> bool:
