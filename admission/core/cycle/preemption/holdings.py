@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -17,7 +17,7 @@ from admission.core.cycle.shape import open_slot_pods
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, Pod, ResourceClaim, qualified_name
-from admission.core.nodefit import NodeUsage, PodFit
+from admission.core.nodefit import NodeUsage, pod_requests, scheduler_amounts
 from admission.core.quota import Amounts, Phase, QueueState
 
 
@@ -39,7 +39,7 @@ class Holding:
 
     def requests(self) -> tuple[tuple[str, Mapping[str, int]], ...]:
         """What the members take on their nodes (scheduler units)."""
-        return tuple((node, PodFit.of(pod).requests) for node, pod in self.pods)
+        return tuple((node, scheduler_amounts(pod_requests(pod))) for node, pod in self.pods)
 
     @property
     def devices(self) -> int:
@@ -120,8 +120,12 @@ def without_devices(usage: Usage, victims: Iterable[Holding], gates: FeatureGate
     return freed
 
 
-def without_pods(nodes: NodeUsage, victims: Iterable[Holding]) -> NodeUsage:
+def without_pods(nodes: NodeUsage, victims: Iterable[Holding],
+                 requests_of: Callable[[Holding], Iterable[tuple[str, Mapping[str, int]]]] = Holding.requests,
+                 ) -> NodeUsage:
+    """`nodes` with the victims' pods gone; `requests_of` says what each victim's pods take (default: worked
+    out from its pods)."""
     for victim in victims:
-        for node, requests in victim.requests():
+        for node, requests in requests_of(victim):
             nodes = nodes.minus(node, requests)
     return nodes
