@@ -20,7 +20,15 @@ from dataclasses import replace
 
 from admission.core.allocator import Domain, devices_needed, topology_domains
 from admission.core.cycle.preemption.holdings import Holding
-from admission.core.cycle.preemption.search import Draft, NoVictims, Preemptor, SearchInput, Victims, draft_victims
+from admission.core.cycle.preemption.search import (
+    DeviceScope,
+    Draft,
+    NoVictims,
+    Preemptor,
+    SearchInput,
+    Victims,
+    draft_victims,
+)
 from admission.core.models import TopologyLevel
 
 MAX_DOMAINS = 16  # domains searched for one preemptor
@@ -164,10 +172,11 @@ def _within(data: SearchInput, domain: Domain, level: TopologyLevel) -> SearchIn
     allowed = set(domain.nodes)
     members = [replace(m, nodes=tuple(domain.nodes) if m.nodes is None else tuple(n for n in m.nodes if n in allowed))
                for m in data.members]
+    seen = [d for n in domain.nodes for d in data.allocator.view(n).devices]
+    scope = DeviceScope(frozenset(d.id for d in seen), frozenset(f"{d.driver}/{d.pool}" for d in seen))
     if level.device_attribute is None or not domain.withheld:
-        return replace(data, members=members)
+        return replace(data, members=members, scope=scope)
     usage = data.usage.copy()
     usage.exclusive.update(domain.withheld)
     usage.version += 1
-    return replace(data, members=members, usage=usage)
-
+    return replace(data, members=members, usage=usage, scope=scope)

@@ -76,6 +76,15 @@ class SearchMemo:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceScope:
+    """The devices on the nodes the members may use, and their pools ("driver/pool"): all a placement there
+    reads of the device usage (`Usage.within`)."""
+
+    devices: frozenset[str]
+    pools: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
 class SearchInput:
     """What the cycle knew when the group waited: devices and node resources in use (with its own
     admissions), the accounting, and how to place and charge the group."""
@@ -87,6 +96,7 @@ class SearchInput:
     nodes: NodeUsage
     state: QueueState
     now: dt.datetime | None = None
+    scope: DeviceScope | None = None  # set where the members are kept to some nodes (one domain)
     memo: SearchMemo = field(default_factory=SearchMemo, compare=False, repr=False)
 
 
@@ -165,6 +175,8 @@ class _Trials:
         room for a member's devices (members without devices go anywhere); then all nodes."""
         data = self.data
         usage = without_devices(data.usage, victims, data.allocator.gates)
+        if data.scope is not None:
+            usage = usage.within(data.scope.devices, data.scope.pools)  # each member placed copies less
         nodes = without_pods(data.nodes, victims, self.requests)
         if roomy:
             room = self.free_devices(victims)
