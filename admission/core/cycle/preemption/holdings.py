@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from admission.core.allocator import Usage
@@ -32,18 +32,17 @@ class Holding:
     charge: Amounts
     allocations: tuple[AllocationResult, ...]
     pods: tuple[tuple[str, Pod], ...]  # (node, pod) per live member, bound or planned
+    # Worked out once: the search reads them for every victim set it tries.
+    nodes: frozenset[str] = field(init=False, repr=False, compare=False)
+    devices: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def nodes(self) -> frozenset[str]:
-        return frozenset(node for node, _ in self.pods)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", frozenset(node for node, _ in self.pods))
+        object.__setattr__(self, "devices", sum(len(a.results) for a in self.allocations))
 
     def requests(self) -> tuple[tuple[str, Mapping[str, int]], ...]:
         """What the members take on their nodes (scheduler units)."""
         return tuple((node, scheduler_amounts(pod_requests(pod))) for node, pod in self.pods)
-
-    @property
-    def devices(self) -> int:
-        return sum(len(a.results) for a in self.allocations)
 
 
 def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
