@@ -286,8 +286,18 @@ class _RequestsMemo:
         yield requests_of
         self._last = current
 
+    def amounts(self, pod: Pod) -> Mapping[str, int]:
+        known = self._last.get(id(pod))
+        return known[1] if known is not None and known[0] is pod else scheduler_amounts(pod_requests(pod))
+
 
 _REQUESTS = _RequestsMemo()
+
+
+def pod_amounts(pod: Pod) -> Mapping[str, int]:
+    """What the pod takes on its node in scheduler units (`scheduler_amounts(pod_requests(pod))`), as the last
+    count of bound pods found it (`NodeUsage.of_pods`) where that count had this very pod."""
+    return _REQUESTS.amounts(pod)
 
 
 class NodeFitIndex:
