@@ -17,7 +17,7 @@ from admission.core.cycle.shape import open_slot_pods
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, Pod, ResourceClaim, qualified_name
-from admission.core.nodefit import NodeUsage, pod_requests, scheduler_amounts
+from admission.core.nodefit import NodeUsage, pod_amounts
 from admission.core.quota import Amounts, Phase, QueueState
 
 
@@ -42,7 +42,7 @@ class Holding:
 
     def requests(self) -> tuple[tuple[str, Mapping[str, int]], ...]:
         """What the members take on their nodes (scheduler units)."""
-        return tuple((node, scheduler_amounts(pod_requests(pod))) for node, pod in self.pods)
+        return tuple((node, pod_amounts(pod)) for node, pod in self.pods)
 
 
 def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
