@@ -160,6 +160,16 @@ class _Trials:
         self.memo = data.memo
         self.placed = 0
         self._charges: dict[int, tuple[GangPlacement, ChargeResult | None]] = {}
+        self._placing_usage: Usage | None = None
+
+    @property
+    def placing_usage(self) -> Usage:
+        """The device usage the group is placed next to: cut down to the devices of the scope, where there is
+        one (each member placed copies it; victims' devices outside it were not in it either)."""
+        if self._placing_usage is None:
+            scope, usage = self.data.scope, self.data.usage
+            self._placing_usage = usage if scope is None else usage.within(scope.devices, scope.pools)
+        return self._placing_usage
 
     @property
     def device_node(self) -> Mapping[str, str]:
@@ -174,9 +184,7 @@ class _Trials:
         """The group placed with `victims` evicted. `roomy`: first try only the nodes that would have
         room for a member's devices (members without devices go anywhere); then all nodes."""
         data = self.data
-        usage = without_devices(data.usage, victims, data.allocator.gates)
-        if data.scope is not None:
-            usage = usage.within(data.scope.devices, data.scope.pools)  # each member placed copies less
+        usage = without_devices(self.placing_usage, victims, data.allocator.gates)
         nodes = without_pods(data.nodes, victims, self.requests)
         if roomy:
             room = self.free_devices(victims)
