@@ -161,6 +161,7 @@ class _Trials:
         self.placed = 0
         self._charges: dict[int, tuple[GangPlacement, ChargeResult | None]] = {}
         self._placing_usage: Usage | None = None
+        self._released: tuple[tuple[str, ...], QueueState] | None = None
 
     @property
     def placing_usage(self) -> Usage:
@@ -188,12 +189,15 @@ class _Trials:
         nodes = without_pods(data.nodes, victims, self.requests)
         if roomy:
             room = self.free_devices(victims)
+            roomy_nodes: dict[tuple[tuple[str, ...] | None, int], tuple[str, ...]] = {}  # members alike ask alike
             members = []
             for member in data.members:
                 least = _least_devices(member)
                 if least:
-                    member = replace(member, nodes=tuple(sorted(
-                        n for n in (member.nodes or room) if room.get(n, 0) >= least)))
+                    key = (member.nodes, least)
+                    if key not in roomy_nodes:
+                        roomy_nodes[key] = tuple(sorted(n for n in (member.nodes or room) if room.get(n, 0) >= least))
+                    member = replace(member, nodes=roomy_nodes[key])
                 members.append(member)
             self.placed += 1
             placed = place_gang(data.allocator, members, usage=usage, nodes=nodes)
@@ -249,8 +253,12 @@ class _Trials:
         return charged
 
     def released(self, victims: Iterable[Holding]) -> QueueState:
-        """The accounting with the victims' charges released."""
-        return self.data.state.evict_all(v.group for v in victims)
+        """The accounting with the victims' charges released (the last answer kept: the victims found are
+        released again when they are shrunk)."""
+        names = tuple(v.group for v in victims)
+        if self._released is None or self._released[0] != names:
+            self._released = (names, self.data.state.evict_all(names))
+        return self._released[1]
 
     def quota_fits(self, victims: Sequence[Holding], charged: ChargeResult, released: QueueState | None = None) -> str:
         """"" when the charge fits with the victims' charges released and the borrowing policy holds.
