@@ -13,10 +13,11 @@ one level on the queue), and the racks the victims are in are counted; with `--r
 requires one rack (`spec.topology: {required: rack}`): its victims are searched inside one rack at a time
 (at most 16 racks).
 
-Prints the median and the range of --repeat runs, the victims chosen, the gang placements the search ran,
-and the 1-minute load average.
+Prints the median and the range of --repeat runs (CPU time), the victims chosen, the gang placements the
+search ran, and the 1-minute load average. The set-up's objects are frozen out of the cycle collector's view
+first, as the operator does after each pass (`admission.operator.heap`); `--unfrozen` leaves them.
 
-    .venv/bin/python bench/bench_preemption.py [--repeat N] [--seed N] [--racks N [--required]]
+    .venv/bin/python bench/bench_preemption.py [--repeat N] [--seed N] [--racks N [--required]] [--unfrozen]
 """
 
 from __future__ import annotations
