@@ -9,7 +9,9 @@ group, the one whose victims are cheapest wins: the lowest highest priority amon
 victims, then the fewest devices, then by value. The domains are searched in order of a lower bound of
 that cost (the priority and the number of candidates their devices alone call for), and the search stops
 at the first domain whose bound exceeds the best found; at most `MAX_DOMAINS` domains are searched per
-preemptor.
+preemptor. The search's last check in full runs only for the domain whose victims are the cheapest found
+(`_Found`); the domains' searches share what they work out of the candidates (`SearchMemo`), and place the
+gang next to the device usage of the domain's devices only (`DeviceScope`).
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ class NoVictims:
 
 
 Charger = Callable[[Placement], ChargeResult]  # the group's charge for a placement (raises Unchargeable)
-Requests = tuple[tuple[str, Mapping[str, int]], ...]  # (node, what the pod takes there) per member of a victim
+PodRequests = tuple[tuple[str, Mapping[str, int]], ...]  # (node, what the pod takes there) per member of a victim
 
 
 @dataclass(slots=True)
@@ -70,7 +70,7 @@ class SearchMemo:
 
     device_node: dict[str, str] | None = None
     devices_by_node: dict[str, dict[str, int]] = field(default_factory=dict)
-    requests: dict[str, Requests] = field(default_factory=dict)
+    requests: dict[str, PodRequests] = field(default_factory=dict)
     # Node-local devices free per node, for a device usage (kept beside it so that its id stays its own).
     free: dict[int, tuple[Usage, dict[str, int]]] = field(default_factory=dict)
 
@@ -234,7 +234,7 @@ class _Trials:
             self.memo.devices_by_node[victim.group] = found
         return found
 
-    def requests(self, victim: Holding) -> Requests:
+    def requests(self, victim: Holding) -> PodRequests:
         found = self.memo.requests.get(victim.group)
         if found is None:
             found = self.memo.requests[victim.group] = victim.requests()
@@ -297,7 +297,8 @@ def find_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: SearchI
 class Draft:
     """Victims found before their last check in full: `kept`, what is left of `chosen` once the victims the
     group does not need were dropped, the group placed at `placed`. `settle` runs the check: `kept` if the
-    group is still placed and fits with them alone, else `chosen` (so `kept` is never more costly)."""
+    group is still placed and fits with them alone, else `chosen` (a superset: never fewer victims, nor
+    lower priorities, than `kept`)."""
 
     chosen: tuple[Holding, ...]
     kept: tuple[Holding, ...]
