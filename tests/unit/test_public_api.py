@@ -115,8 +115,8 @@ PUBLIC = {
         "NODE_NAME_MISMATCH", "NodeFacts", "SPREAD_LABEL_MISSING", "SPREAD_UNMET",
         "NodeFitIndex", "NodeUsage", "PodFit", "TOO_MANY_PODS", "UNSCHEDULABLE", "allocatable_amounts",
         "container_requests", "insufficient", "is_extended_resource", "is_scalar_resource", "matches_node_affinity",
-        "matches_node_selector", "pod_requests", "resource_reasons", "scheduler_amounts", "static_reason",
-        "tolerates_unschedulable", "untolerated", "untolerated_taint"
+        "matches_node_selector", "pod_amounts", "pod_requests", "resource_reasons", "scheduler_amounts",
+        "static_reason", "tolerates_unschedulable", "untolerated", "untolerated_taint"
     ],
 }
 

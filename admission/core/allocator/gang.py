@@ -95,6 +95,9 @@ class _Search:
     dra_extended: bool  # DRAExtendedResource: extended resources a node does not list may come from DRA
     # (pod, resources) -> the claim for those DRA-backed extended resources, or why there can be none
     extended: dict[tuple[str, tuple[str, ...]], ResourceClaim | str] = field(default_factory=dict)
+    # The nodes whose fullness is worked out (`_State.full`); None: every node, for a `KnownUnfit` shared
+    # with other gangs, which may use other nodes.
+    full_among: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +121,8 @@ def place_gang(allocator: Allocator, members: Sequence[GangMember], *,
     `known`: what earlier calls with this very usage, promised devices and node usage found (a cycle
     shares it between groups until an admission changes the usage); read and added to."""
     if known is None:
-        return _place_gang(allocator, members, promised, usage, nodes, max_backtracks, KnownUnfit())
-    return _place_gang(allocator, members, promised, usage, nodes, max_backtracks, known)
+        return _place_gang(allocator, members, promised, usage, nodes, max_backtracks, KnownUnfit(), shared=False)
+    return _place_gang(allocator, members, promised, usage, nodes, max_backtracks, known, shared=True)
 
 
 @dataclass(slots=True)
@@ -134,7 +137,8 @@ class KnownUnfit:
 
 
 def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
-                usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit) -> GangPlacement:
+                usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit, *,
+                shared: bool) -> GangPlacement:
     root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
     index = allocator.snapshot.node_fit
     shape = _group_shape(members, index) if not allocator.gates.extended_resource and \
@@ -143,7 +147,7 @@ def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: I
     if seen is not None:
         return _renamed(seen, members)
     try:
-        plan = _search_gang(allocator, members, promised, usage, nodes, max_backtracks, root)
+        plan = _search_gang(allocator, members, promised, usage, nodes, max_backtracks, root, shared)
     finally:
         known.full = root.full
     if shape is not None and not plan.feasible and not plan.error and plan.failed_member is not None:
@@ -188,7 +192,8 @@ def _renamed(seen: tuple[GangPlacement, int, tuple[str, ...]], members: Sequence
 
 
 def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
-                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, root: _State) -> GangPlacement:
+                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, root: _State,
+                 shared: bool) -> GangPlacement:
     base = (usage or allocator.usage).copy()
     for allocation in promised:
         base.add(allocation, allocator.gates)
@@ -201,6 +206,8 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
     backtracks = 0
     static: dict[object, _Candidates] = {}
     candidates_of = [_candidates(search, m, node_names, static) for m in members]
+    if not shared:  # only this gang reads which nodes are full: those it may use are enough
+        search = dataclasses.replace(search, full_among=frozenset(n for c in candidates_of for n in c.nodes))
     last_failure: Outcome | None = None
     # The failure that got furthest is the one worth reporting.
     deepest: tuple[int, _State, Outcome | None] | None = None
@@ -427,7 +434,7 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
             asked = True
             if allocator.fails_on_full_nodes(claims):
                 if state.full is None:
-                    state.full = frozenset(allocator.full_nodes(state.usage))
+                    state.full = frozenset(allocator.full_nodes(state.usage, search.full_among))
                 full = state.full
         if node in full:
             state.unfit.add((shape, node))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import combinations, pairwise
 from math import comb
@@ -169,7 +170,7 @@ def _required(allocator: Allocator, members: Sequence[GangMember], level: Topolo
     return DomainPlacement(_no_single(members, level, domains, free, need, tried))
 
 
-def _free(domains: tuple[Domain, ...], usage: Usage) -> tuple[dict[str, int], frozenset[str]]:
+def _free(domains: tuple[Domain, ...], usage: Usage) -> tuple[dict[str, int], AbstractSet[str]]:
     """Free devices per domain, and the devices in use."""
     taken = _taken(usage)
     return {d.value: len(d.devices) - len(d.devices & taken) for d in domains}, taken
@@ -182,8 +183,9 @@ Tried = tuple[Domain, GangPlacement, int]  # a domain tried, its answer, and how
 
 
 def _best_single(allocator: Allocator, members: Sequence[GangMember], level: TopologyLevel,
-                 domains: tuple[Domain, ...], room: tuple[Mapping[str, int], frozenset[str], int, int], usage: Usage,
-                 nodes: NodeUsage, known: KnownUnfit | None) -> tuple[DomainPlacement | None, list[Tried]]:
+                 domains: tuple[Domain, ...], room: tuple[Mapping[str, int], AbstractSet[str], int, int],
+                 usage: Usage, nodes: NodeUsage,
+                 known: KnownUnfit | None) -> tuple[DomainPlacement | None, list[Tried]]:
     """The gang in the best-fitting single domain, or None with every domain tried and its answer. `room`: the
     free devices per domain, the devices in use, and the gang's `_demand`."""
     free, taken, need, per_member = room
@@ -317,9 +319,12 @@ def _least_per_member(members: Sequence[GangMember]) -> int:
     return min(own, default=0)
 
 
-def _taken(usage: Usage) -> frozenset[str]:
-    """The ids of the devices in use (held whole or shared)."""
-    return frozenset(usage.exclusive).union(usage.shared)
+def _taken(usage: Usage) -> AbstractSet[str]:
+    """The ids of the devices in use (held whole or shared): the usage's own set where no device is shared
+    (not copied: only read while the usage stays as it is)."""
+    if not usage.shared:
+        return usage.exclusive
+    return usage.exclusive.union(usage.shared)
 
 
 def domains_used(allocator: Allocator, level: TopologyLevel, placed: GangPlacement,

@@ -8,7 +8,7 @@ matter: an allocated but unreserved claim still holds its devices.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from fractions import Fraction
 
 from admission.core.features import FeatureGates
@@ -46,6 +46,21 @@ class Usage:
         other.consumed = {k: dict(v) for k, v in self.consumed.items()}
         other.by_pool = defaultdict(set, self.by_pool)
         self._owned = set()
+        return other
+
+    def within(self, devices: Collection[str], pools: Collection[str]) -> Usage:
+        """The part of this usage that allocating on nodes that see only `devices` reads: those devices, and
+        every allocated device of their pools (`pools`, as "driver/pool": shared counters count them all).
+        The same answers on those nodes as this usage, from a copy a fraction of its size."""
+        kept = set(devices)
+        for pool in pools:
+            kept.update(f"{pool}/{name}" for name in self.by_pool.get(pool, ()))
+        other = Usage()
+        other.exclusive = {d for d in kept if d in self.exclusive}
+        other.shared = defaultdict(int, {d: n for d, n in self.shared.items() if d in kept})
+        other.consumed = {d: dict(v) for d, v in self.consumed.items() if d in kept}
+        other.by_pool = defaultdict(set, {p: self.by_pool[p] for p in pools if p in self.by_pool})
+        self._owned = set()  # the pools' sets are shared now: copied by either before it changes them
         return other
 
     def add(self, allocation: AllocationResult, gates: FeatureGates) -> None:

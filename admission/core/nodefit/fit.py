@@ -228,6 +228,18 @@ class NodeUsage:
         updated[PODS] = max(0, updated.get(PODS, 0) - 1)
         return NodeUsage(self._base, {**self._changed, node: updated}, self._placed)
 
+    def minus_all(self, pods: Iterable[tuple[str, Mapping[str, int]]]) -> NodeUsage:
+        """`minus` for each (node, requests) in turn, in one new usage (not one per pod)."""
+        copies: dict[str, dict[str, int]] = {}
+        for node, requests in pods:
+            updated = copies.get(node)
+            if updated is None:
+                updated = copies[node] = dict(self.on(node))
+            for name, amount in requests.items():
+                updated[name] = max(0, updated.get(name, 0) - amount)
+            updated[PODS] = max(0, updated.get(PODS, 0) - 1)
+        return NodeUsage(self._base, {**self._changed, **copies}, self._placed)
+
     def updated(self, before: Mapping[str, Pod], after: Mapping[str, Pod],
                 changed: set[str] | None = None) -> NodeUsage:
         """This usage of the pods `before` (no pods added by `plus`) made the usage of the pods `after`:
@@ -286,8 +298,18 @@ class _RequestsMemo:
         yield requests_of
         self._last = current
 
+    def amounts(self, pod: Pod) -> Mapping[str, int]:
+        known = self._last.get(id(pod))
+        return known[1] if known is not None and known[0] is pod else scheduler_amounts(pod_requests(pod))
+
 
 _REQUESTS = _RequestsMemo()
+
+
+def pod_amounts(pod: Pod) -> Mapping[str, int]:
+    """What the pod takes on its node in scheduler units (`scheduler_amounts(pod_requests(pod))`), as the last
+    count of bound pods found it (`NodeUsage.of_pods`) where that count had this very pod."""
+    return _REQUESTS.amounts(pod)
 
 
 class NodeFitIndex:

@@ -209,7 +209,7 @@ class QueueState:
 
     def evict_all(self, groups: Iterable[str]) -> QueueState:
         """`evict` of each admitted group named (others are ignored), in one step."""
-        admissions = dict(self.admissions)
+        admissions = _thawed(self.admissions)
         released: dict[tuple[Bucket, str], dict[str, Fraction]] = {}
         for group in groups:
             admission = admissions.pop(group, None)
@@ -248,7 +248,7 @@ class QueueState:
         return replace(self, reserved=_frozen(totals))
 
     def _with_admission(self, group: str, admission: Admission | None) -> QueueState:
-        admissions = dict(self.admissions)
+        admissions = _thawed(self.admissions)
         if admission is None:
             del admissions[group]
         else:
@@ -297,3 +297,11 @@ def _lendable(quota: QueueQuota) -> Fraction:
 
 def _frozen(values: dict[K, V]) -> Mapping[K, V]:
     return MappingProxyType(values)
+
+
+def _thawed(values: Mapping[K, V]) -> dict[K, V]:
+    """A changeable copy of a state's mapping. `dict()` of a read-only view reads it key by key; the view's
+    own `copy` copies the dict beneath at once (the admissions of thousands of groups, per eviction tried)."""
+    if isinstance(values, MappingProxyType):
+        return values.copy()
+    return dict(values)

@@ -168,9 +168,11 @@ class _Charger:
         for use in self._claim_uses():
             self._charge_claim(use)
         for pod in self.group.pods:
-            self._charge_extended_resources(pod)
-            self._charge_core(pod)
-        total = sum((line.amounts for line in self.lines), NONE)
+            requests = pod_requests(pod)
+            self._charge_extended_resources(pod, requests)
+            self._charge_core(pod, requests)
+        # One sum per unit over every line (adding the lines' Amounts one by one sorts them each time).
+        total = Amounts.of(pair for line in self.lines for pair in line.amounts)
         return ChargeResult(total, tuple(self.lines), tuple(self.unallocated))
 
     # ----- which claims -----------------------------------------------------------------------------
@@ -349,7 +351,7 @@ class _Charger:
             raise Unchargeable(f"{use.label}: {err}", permanent=err.permanent) from None
 
     # ----- pod requests -----------------------------------------------------------------------------
-    def _charge_extended_resources(self, pod: Pod) -> None:
+    def _charge_extended_resources(self, pod: Pod, requests: Mapping[str, Fraction]) -> None:
         if self._extended_claim(pod) is not None:
             return  # the scheduler made its claim already; it was charged with the others
         classes = tuple(self.inventory.device_classes.values())
@@ -362,7 +364,7 @@ class _Charger:
         by_resource: dict[str, list[DeviceRequest]] = {}
         for resource, request in _extended_requests(pod, classes):
             by_resource.setdefault(resource, []).append(request)
-        for resource, amount in sorted(pod_requests(pod).items()):
+        for resource, amount in sorted(requests.items()):
             self._charge_extended(pod, resource, amount, by_resource.get(resource, []))
 
     def _charge_extended(self, pod: Pod, resource: str, amount: Fraction,
@@ -388,8 +390,7 @@ class _Charger:
         else:
             self.lines.append(ChargeLine(source, dra, f"DRA devices, node {node} has no device plugin for it"))
 
-    def _charge_core(self, pod: Pod) -> None:
-        requests = pod_requests(pod)
+    def _charge_core(self, pod: Pod, requests: Mapping[str, Fraction]) -> None:
         amounts = Amounts.of({u.name: requests.get(u.unit.resource, Fraction(0)) for u in self.units
                               if u.unit.counting is Counting.CORE})
         if amounts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from admission.core.models import Node, Pod
@@ -149,3 +150,19 @@ def test_usage_is_recounted_for_changed_pods_and_reused_for_the_same_ones() -> N
     assert NodeUsage.of_pods([same]).on("n1") == {"cpu": 1000, "pods": 1}
     assert NodeUsage.of_pods([same]).on("n1") == {"cpu": 1000, "pods": 1}
     assert NodeUsage.of_pods([bound("3")]).on("n1") == {"cpu": 3000, "pods": 1}
+
+
+def test_minus_all_is_minus_pod_by_pod() -> None:
+    rng = random.Random(7)
+    for _ in range(50):
+        base = {f"n{i}": {"cpu": rng.randint(0, 4000), "memory": rng.randint(0, 8), "pods": rng.randint(0, 5)}
+                for i in range(3)}
+        usage = NodeUsage(base).plus("n0", {"cpu": 500})
+        pods = [(f"n{rng.randint(0, 3)}", {"cpu": rng.randint(0, 2000), "memory": rng.randint(0, 4)})
+                for _ in range(rng.randint(0, 12))]
+        one_by_one = usage
+        for name, requests in pods:
+            one_by_one = one_by_one.minus(name, requests)
+        at_once = usage.minus_all(pods)
+        assert all(at_once.on(f"n{i}") == one_by_one.on(f"n{i}") for i in range(4))
+        assert usage.on("n1") == base["n1"]  # the usage it was made from is unchanged

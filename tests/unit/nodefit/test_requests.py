@@ -6,7 +6,14 @@ from fractions import Fraction
 from typing import Any
 
 from admission.core.models import Pod
-from admission.core.nodefit import container_requests, is_scalar_resource, pod_requests, scheduler_amounts
+from admission.core.nodefit import (
+    NodeUsage,
+    container_requests,
+    is_scalar_resource,
+    pod_amounts,
+    pod_requests,
+    scheduler_amounts,
+)
 from tests.support.builders import container, model, pod, with_spec
 
 
@@ -87,3 +94,14 @@ def test_scalar_resource_names() -> None:
     assert is_scalar_resource("hugepages-1Gi") and is_scalar_resource("attachable-volumes-csi-x")
     assert not is_scalar_resource("cpu") and not is_scalar_resource("storage")
     assert not is_scalar_resource("requests.nvidia.com/gpu")
+
+
+def test_pod_amounts_are_the_scheduler_amounts_counted_or_not() -> None:
+    bound = model(pod("bound", node="n1", requests={"cpu": "1500m", "memory": "1Gi"},
+                      init_requests={"cpu": "2"}))
+    other = model(pod("other", requests={"cpu": "250m"}))
+    assert isinstance(bound, Pod) and isinstance(other, Pod)
+    NodeUsage.of_pods([bound])  # counts the bound pod and keeps its amounts
+    for one in (bound, other):
+        assert pod_amounts(one) == scheduler_amounts(pod_requests(one))
+    assert pod_amounts(bound)["cpu"] == 2000 and pod_amounts(other)["cpu"] == 250

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from admission.core.allocator import Allocator, Snapshot, members_for
@@ -149,8 +149,9 @@ class Scene:
 
 
 def search(cycle: CycleInput, result: CycleResult, preemptor: Preemptor,
-           allowed: Sequence[Holding]) -> Victims | NoVictims:
-    """The victim search for `preemptor` on what the cycle left, among `allowed` only."""
+           allowed: Sequence[Holding], nodes: Sequence[str] | None = None) -> Victims | NoVictims:
+    """The victim search for `preemptor` on what the cycle left, among `allowed` only (its members kept to
+    `nodes`, when given)."""
     group = next(g for g in cycle.groups if g.key == preemptor.group)
     snapshot = cycle.snapshot
     inventory = charging_inventory(snapshot, cycle.gates)
@@ -159,6 +160,9 @@ def search(cycle: CycleInput, result: CycleResult, preemptor: Preemptor,
     def charge(plan: Placement) -> ChargeResult:
         return charge_group(objects, cycle.units, inventory, cycle.matches, plan)
 
-    data = SearchInput(Allocator(snapshot, cycle.gates), members_for(group.pods, snapshot.claims, snapshot.templates),
-                       charge, result.usage, nodes_after(cycle, result), result.state, cycle.now)
+    members = members_for(group.pods, snapshot.claims, snapshot.templates)
+    if nodes is not None:
+        members = [replace(m, nodes=tuple(nodes)) for m in members]
+    data = SearchInput(Allocator(snapshot, cycle.gates), members, charge, result.usage, nodes_after(cycle, result),
+                       result.state, cycle.now)
     return find_victims(preemptor, allowed, data)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import random
 
-from admission.core.cycle import Wait, WaitReason
+from admission.core.cycle import CycleInput, CycleResult, Wait, WaitReason
+from admission.core.cycle.preemption import NoVictims, Preemptor, candidates, holdings
 from admission.core.models import Topology, TopologyLevel
 from tests.unit.cycle.cycle_builders import NS
-from tests.unit.preemption.scenes import Scene, queue
+from tests.unit.preemption.scenes import Scene, queue, search
 
 RACK_LABEL = "example.com/rack"
 LAYOUT = Topology("layout", (TopologyLevel("rack", node_label=RACK_LABEL),))
@@ -116,3 +117,61 @@ def _preempts_inside_one_rack(seed: int) -> int:
         assert len(planned) == 1, (seed, preempt)
         assert victims <= planned, (seed, preempt, victims)
     return len(plan.preempts)
+
+
+def test_the_chosen_rack_is_the_cheapest_of_every_rack_searched_in_full() -> None:
+    """The search settles only the cheapest rack's victims and stops at racks whose bound is too high; on random
+    racks it chooses what searching every rack in full and taking the cheapest chooses."""
+    compared = 0
+    for seed in range(40):
+        scene = _random_racks(random.Random(seed))
+        cycle, result, plan = scene.run()
+        big = f"{NS}/big"
+        wait = result.decision(big)
+        if not isinstance(wait, Wait):
+            continue
+        expected = _cheapest_rack_in_full(cycle, result, wait.cluster_queue)
+        found = [p for p in plan.preempts if p.group == big]
+        assert [(p.victims, p.nodes) for p in found] == ([expected] if expected else []), seed
+        compared += bool(expected)
+    assert compared >= 10
+
+
+def _random_racks(rng: random.Random) -> Scene:
+    shape = {rack: rng.randint(2, 4) for rack in "abcd"[:rng.randint(2, 4)]}
+    scene = racks(Scene(), shape, gpus=4).cluster_queue(queue("main", rng.choice([40, 60, 200]),
+                                                              within="LowerPriority", topology="layout"))
+    free = {f"{rack}{i}": 4 for rack, count in shape.items() for i in range(count)}
+    for index in range(rng.randint(4, 14)):
+        rack = rng.choice(list(shape))
+        nodes = [n for n in free if n[0] == rack and free[n]]
+        if nodes:
+            placement = [(n, rng.randint(1, free[n])) for n in rng.sample(nodes, rng.randint(1, min(3, len(nodes))))]
+            for node, count in placement:
+                free[node] -= count
+            scene.running(f"r{index}", "main", placement, priority=rng.randint(0, 3),
+                          admitted_minutes_ago=rng.randint(1, 90))
+    return scene.waiting("big", "main", rng.randint(2, 4), rng.choice([1, 2, 4]), priority=5, topology=REQUIRED)
+
+
+def _cheapest_rack_in_full(cycle: CycleInput, result: CycleResult, cluster_queue: str) -> tuple[tuple[str, ...],
+                                                                                               tuple[str, ...]] | None:
+    """The ordinary search run in every rack on its own (members kept to its nodes, candidates wholly inside
+    it); of the racks where it finds victims, those with the lowest highest priority, then the fewest, then
+    the fewest devices, then the rack's name: their victims and the gang's nodes."""
+    preemptor = Preemptor(f"{NS}/big", cluster_queue, 5)
+    allowed = candidates(preemptor, holdings(cycle.groups, cycle.snapshot.claims, result.state), result.state,
+                         cycle.now)
+    rack_of = {name: node.labels[RACK_LABEL] for name, node in cycle.snapshot.nodes.items()}
+    best: tuple[tuple[int, int, int, str], tuple[str, ...], tuple[str, ...]] | None = None
+    for rack in sorted(set(rack_of.values())):
+        inside = [h for h in allowed if h.pods and all(rack_of[n] == rack for n in h.nodes)]
+        nodes = tuple(sorted(n for n, r in rack_of.items() if r == rack))
+        found = search(cycle, result, preemptor, inside, nodes)
+        if isinstance(found, NoVictims):
+            continue
+        chosen = [h for h in inside if h.group in found.victims]
+        cost = (max(h.priority for h in chosen), len(chosen), sum(h.devices for h in chosen), rack)
+        if best is None or cost < best[0]:
+            best = (cost, found.victims, tuple(sorted(set(found.placements.values()))))
+    return None if best is None else (best[1], best[2])

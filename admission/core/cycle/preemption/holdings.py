@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from admission.core.allocator import Usage
@@ -17,7 +17,7 @@ from admission.core.cycle.shape import open_slot_pods
 from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, Pod, ResourceClaim, qualified_name
-from admission.core.nodefit import NodeUsage, PodFit
+from admission.core.nodefit import NodeUsage, pod_amounts
 from admission.core.quota import Amounts, Phase, QueueState
 
 
@@ -32,18 +32,17 @@ class Holding:
     charge: Amounts
     allocations: tuple[AllocationResult, ...]
     pods: tuple[tuple[str, Pod], ...]  # (node, pod) per live member, bound or planned
+    # Worked out once: the search reads them for every victim set it tries.
+    nodes: frozenset[str] = field(init=False, repr=False, compare=False)
+    devices: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def nodes(self) -> frozenset[str]:
-        return frozenset(node for node, _ in self.pods)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", frozenset(node for node, _ in self.pods))
+        object.__setattr__(self, "devices", sum(len(a.results) for a in self.allocations))
 
     def requests(self) -> tuple[tuple[str, Mapping[str, int]], ...]:
         """What the members take on their nodes (scheduler units)."""
-        return tuple((node, PodFit.of(pod).requests) for node, pod in self.pods)
-
-    @property
-    def devices(self) -> int:
-        return sum(len(a.results) for a in self.allocations)
+        return tuple((node, pod_amounts(pod)) for node, pod in self.pods)
 
 
 def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
@@ -120,8 +119,9 @@ def without_devices(usage: Usage, victims: Iterable[Holding], gates: FeatureGate
     return freed
 
 
-def without_pods(nodes: NodeUsage, victims: Iterable[Holding]) -> NodeUsage:
-    for victim in victims:
-        for node, requests in victim.requests():
-            nodes = nodes.minus(node, requests)
-    return nodes
+def without_pods(nodes: NodeUsage, victims: Iterable[Holding],
+                 requests_of: Callable[[Holding], Iterable[tuple[str, Mapping[str, int]]]] = Holding.requests,
+                 ) -> NodeUsage:
+    """`nodes` with the victims' pods gone; `requests_of` says what each victim's pods take (default: worked
+    out from its pods)."""
+    return nodes.minus_all(pair for victim in victims for pair in requests_of(victim))

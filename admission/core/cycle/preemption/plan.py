@@ -31,7 +31,14 @@ from admission.core.cycle.types import CycleInput, CycleResult, Preempt, Preempt
 from admission.core.errors import DraqError
 from admission.core.models import ObjectRef, TopologyLevel, TopologyMode
 from admission.core.nodefit import NodeUsage
-from admission.core.quota import GroupObjects, Phase, Placement, charge_group, suspended_status
+from admission.core.quota import (
+    GroupObjects,
+    Phase,
+    Placement,
+    charge_group,
+    extended_claims,
+    suspended_status,
+)
 
 PREEMPTED = "Preempted"
 PREEMPTABLE = frozenset({WaitReason.QUOTA, WaitReason.DEVICES, WaitReason.NODES})
@@ -53,6 +60,7 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
     inventory = charging_inventory(snapshot, cycle.gates)
     nodes = nodes_after(cycle, result)
     held = holdings(cycle.groups, snapshot.claims, state)
+    extended = extended_claims(snapshot.claims.values())  # once, not per charge of a placement tried
     taken: set[str] = set()
     preempts: list[Preempt] = []
     waits: dict[str, Wait] = {}
@@ -66,7 +74,7 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
             members = members_for(gang.pods, snapshot.claims, snapshot.templates)
         except DraqError:
             continue
-        objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates)
+        objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates, extended)
 
         def charge(plan: Placement, objects: GroupObjects = objects) -> Any:
             return charge_group(objects, cycle.units, inventory, cycle.matches, plan)

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from admission.core.allocator import Allocator, GangMember, GangPlacement, Usage, place_gang
 from admission.core.cycle.preemption.holdings import Holding, without_devices, without_pods
 from admission.core.models import EXACT_COUNT
 from admission.core.nodefit import NodeUsage
-from admission.core.quota import ChargeResult, Placement, QueueState, Unchargeable
+from admission.core.quota import Admission, ChargeResult, Placement, QueueState, Unchargeable
 from admission.core.quota.fairshare import dominant_share
 from admission.core.quota.policies import BorrowWithinCohort, Reclaim, WithinQueue
 
@@ -60,6 +60,28 @@ class NoVictims:
 
 
 Charger = Callable[[Placement], ChargeResult]  # the group's charge for a placement (raises Unchargeable)
+PodRequests = tuple[tuple[str, Mapping[str, int]], ...]  # (node, what the pod takes there) per member of a victim
+
+
+@dataclass(slots=True)
+class SearchMemo:
+    """What the searches for one group share (one per domain for a group that requires one): each device's
+    node, and per candidate its devices per node and its members' requests; worked out when first asked."""
+
+    device_node: dict[str, str] | None = None
+    devices_by_node: dict[str, dict[str, int]] = field(default_factory=dict)
+    requests: dict[str, PodRequests] = field(default_factory=dict)
+    # Node-local devices free per node, for a device usage (kept beside it so that its id stays its own).
+    free: dict[int, tuple[Usage, dict[str, int]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceScope:
+    """The devices on the nodes the members may use, and their pools ("driver/pool"): all a placement there
+    reads of the device usage (`Usage.within`)."""
+
+    devices: frozenset[str]
+    pools: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +96,8 @@ class SearchInput:
     nodes: NodeUsage
     state: QueueState
     now: dt.datetime | None = None
+    scope: DeviceScope | None = None  # set where the members are kept to some nodes (one domain)
+    memo: SearchMemo = field(default_factory=SearchMemo, compare=False, repr=False)
 
 
 # ----- policies --------------------------------------------------------------------------------------
@@ -133,35 +157,47 @@ class _Trials:
     def __init__(self, preemptor: Preemptor, data: SearchInput) -> None:
         self.preemptor = preemptor
         self.data = data
+        self.memo = data.memo
         self.placed = 0
         self._charges: dict[int, tuple[GangPlacement, ChargeResult | None]] = {}
-        self._device_node: dict[str, str] | None = None
-        self._free: dict[str, int] | None = None
-        self._by_node: dict[str, dict[str, int]] = {}
+        self._placing_usage: Usage | None = None
+        self._released: tuple[tuple[str, ...], QueueState] | None = None
+
+    @property
+    def placing_usage(self) -> Usage:
+        """The device usage the group is placed next to: cut down to the devices of the scope, where there is
+        one (each member placed copies it; victims' devices outside it were not in it either)."""
+        if self._placing_usage is None:
+            scope, usage = self.data.scope, self.data.usage
+            self._placing_usage = usage if scope is None else usage.within(scope.devices, scope.pools)
+        return self._placing_usage
 
     @property
     def device_node(self) -> Mapping[str, str]:
         """Each device's node (node-local devices only)."""
-        if self._device_node is None:
+        memo = self.memo
+        if memo.device_node is None:
             allocator = self.data.allocator
-            self._device_node = {d.id: node for node in allocator.snapshot.nodes
-                                 for d in allocator.view(node).devices}
-        return self._device_node
+            memo.device_node = {d.id: node for node in allocator.snapshot.nodes for d in allocator.view(node).devices}
+        return memo.device_node
 
     def place(self, victims: Sequence[Holding], roomy: bool = False) -> GangPlacement:
         """The group placed with `victims` evicted. `roomy`: first try only the nodes that would have
         room for a member's devices (members without devices go anywhere); then all nodes."""
         data = self.data
-        usage = without_devices(data.usage, victims, data.allocator.gates)
-        nodes = without_pods(data.nodes, victims)
+        usage = without_devices(self.placing_usage, victims, data.allocator.gates)
+        nodes = without_pods(data.nodes, victims, self.requests)
         if roomy:
             room = self.free_devices(victims)
+            roomy_nodes: dict[tuple[tuple[str, ...] | None, int], tuple[str, ...]] = {}  # members alike ask alike
             members = []
             for member in data.members:
                 least = _least_devices(member)
                 if least:
-                    member = replace(member, nodes=tuple(sorted(
-                        n for n in (member.nodes or room) if room.get(n, 0) >= least)))
+                    key = (member.nodes, least)
+                    if key not in roomy_nodes:
+                        roomy_nodes[key] = tuple(sorted(n for n in (member.nodes or room) if room.get(n, 0) >= least))
+                    member = replace(member, nodes=roomy_nodes[key])
                 members.append(member)
             self.placed += 1
             placed = place_gang(data.allocator, members, usage=usage, nodes=nodes)
@@ -172,19 +208,22 @@ class _Trials:
 
     def free_devices(self, victims: Iterable[Holding]) -> dict[str, int]:
         """Node-local devices free on each node with `victims` evicted."""
-        if self._free is None:
-            self._free = {}
+        usage = self.data.usage
+        known = self.memo.free.get(id(usage))
+        if known is None or known[0] is not usage:
+            now: dict[str, int] = {}
             for device_id, node in self.device_node.items():
-                if not self.data.usage.is_allocated(device_id):
-                    self._free[node] = self._free.get(node, 0) + 1
-        free = dict(self._free)
+                if not usage.is_allocated(device_id):
+                    now[node] = now.get(node, 0) + 1
+            known = self.memo.free[id(usage)] = (usage, now)
+        free = dict(known[1])
         for victim in victims:
             for node, count in self.devices_by_node(victim).items():
                 free[node] = free.get(node, 0) + count
         return free
 
     def devices_by_node(self, victim: Holding) -> Mapping[str, int]:
-        found = self._by_node.get(victim.group)
+        found = self.memo.devices_by_node.get(victim.group)
         if found is None:
             found = {}
             for allocation in victim.allocations:
@@ -192,7 +231,13 @@ class _Trials:
                     node = self.device_node.get(result.device_id)
                     if node is not None:
                         found[node] = found.get(node, 0) + 1
-            self._by_node[victim.group] = found
+            self.memo.devices_by_node[victim.group] = found
+        return found
+
+    def requests(self, victim: Holding) -> PodRequests:
+        found = self.memo.requests.get(victim.group)
+        if found is None:
+            found = self.memo.requests[victim.group] = victim.requests()
         return found
 
     def charge(self, placed: GangPlacement) -> ChargeResult | None:
@@ -207,9 +252,18 @@ class _Trials:
         self._charges[id(placed)] = (placed, charged)
         return charged
 
-    def quota_fits(self, victims: Sequence[Holding], charged: ChargeResult) -> str:
-        """"" when the charge fits with the victims' charges released and the borrowing policy holds."""
-        state = self.data.state.evict_all(v.group for v in victims)
+    def released(self, victims: Iterable[Holding]) -> QueueState:
+        """The accounting with the victims' charges released (the last answer kept: the victims found are
+        released again when they are shrunk)."""
+        names = tuple(v.group for v in victims)
+        if self._released is None or self._released[0] != names:
+            self._released = (names, self.data.state.evict_all(names))
+        return self._released[1]
+
+    def quota_fits(self, victims: Sequence[Holding], charged: ChargeResult, released: QueueState | None = None) -> str:
+        """"" when the charge fits with the victims' charges released and the borrowing policy holds.
+        `released`: `self.released(victims)`, when the caller keeps it."""
+        state = released if released is not None else self.released(victims)
         queue = self.preemptor.cluster_queue
         fit = state.fits(queue, charged.total)
         if not fit.ok:
@@ -222,19 +276,44 @@ class _Trials:
                 return "it would borrow from the cohort: then only lower-priority groups of its own queue are evicted"
         return ""
 
-    def fits(self, victims: Sequence[Holding]) -> tuple[str, GangPlacement | None]:
+    def fits(self, victims: Sequence[Holding], released: QueueState | None = None) -> tuple[str, GangPlacement | None]:
         placed = self.place(victims)
         if not placed.feasible:
             return placed.reason or "it cannot be placed", None
         charged = self.charge(placed)
         if charged is None:
             return "its charge cannot be computed", None
-        why = self.quota_fits(victims, charged)
+        why = self.quota_fits(victims, charged, released)
         return why, (placed if not why else None)
 
 
 def find_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: SearchInput) -> Victims | NoVictims:
     """A small set of `allowed` (in preference order, see `candidates`) whose eviction admits the group."""
+    found = draft_victims(preemptor, allowed, data)
+    return found if isinstance(found, NoVictims) else found.settle()
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """Victims found before their last check in full: `kept`, what is left of `chosen` once the victims the
+    group does not need were dropped, the group placed at `placed`. `settle` runs the check: `kept` if the
+    group is still placed and fits with them alone, else `chosen` (a superset: never fewer victims, nor
+    lower priorities, than `kept`)."""
+
+    chosen: tuple[Holding, ...]
+    kept: tuple[Holding, ...]
+    placed: GangPlacement
+    trials: _Trials
+
+    def settle(self) -> Victims:
+        victims, placed = _checked(list(self.chosen), list(self.kept), self.placed, self.trials)
+        trials = self.trials
+        return Victims(trials.preemptor.group, trials.preemptor.cluster_queue, tuple(v.group for v in victims),
+                       dict(placed.placements), trials.placed)
+
+
+def draft_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: SearchInput) -> Draft | NoVictims:
+    """`find_victims` up to its last check (see `Draft.settle`)."""
     trials = _Trials(preemptor, data)
     if not allowed:
         return NoVictims(preemptor.group, preemptor.cluster_queue,
@@ -255,9 +334,9 @@ def find_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: SearchI
                              f"even evicting all {len(allowed)} group(s) its policies allow would not admit it: "
                              f"{why}", trials.placed)
         found = list(allowed), placed
-    chosen, placed = _shrink(*found, trials)
-    return Victims(preemptor.group, preemptor.cluster_queue, tuple(v.group for v in chosen),
-                   dict(placed.placements), trials.placed)
+    chosen, placed = found
+    kept, placed = _shrink(chosen, placed, trials)
+    return Draft(tuple(chosen), tuple(kept), placed, trials)
 
 
 def _borrowing_allows_own_lower(preemptor: Preemptor, state: QueueState) -> bool:
@@ -308,13 +387,15 @@ def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> tuple[list[Holding
     if charged is None:
         return None
     names = {h.group for h in chosen}
+    released = trials.released(chosen)
     for holding in allowed:
-        if not trials.quota_fits(chosen, charged):
+        if not trials.quota_fits(chosen, charged, released):
             break
         if holding.group not in names:
             chosen.append(holding)
             names.add(holding.group)
-    if trials.quota_fits(chosen, charged):
+            released = released.evict_all((holding.group,))
+    if trials.quota_fits(chosen, charged, released):
         return None
     return sorted(chosen, key=lambda h: rank[h.group]), best
 
@@ -367,27 +448,44 @@ def _least_devices(member: GangMember) -> int:
 
 
 def _shrink(chosen: list[Holding], placed: GangPlacement, trials: _Trials) -> tuple[list[Holding], GangPlacement]:
-    """Drop victims the group does not need, least preferred first; the result is checked in full."""
+    """Drop victims the group does not need, least preferred first (checked in full by `_checked`)."""
     charged = trials.charge(placed)
     assert charged is not None
     kept = list(chosen)
     room = _room(kept, placed, trials)
+    released = trials.released(kept)  # kept up to date as victims are dropped: one charge back at a time
+    admissions = trials.data.state.admissions
+    used = set(placed.placements.values())
     for victim in reversed(chosen):
-        rest = [h for h in kept if h.group != victim.group]
         on_used = {node: count for node, count in trials.devices_by_node(victim).items() if node in room}
-        used = set(placed.placements.values())
         if victim.nodes & used or on_used:
             # Without it, each node of the placement it is on must still have the devices placed there.
             if any(room[node] < count for node, count in on_used.items()):
                 continue
-            _, again = trials.fits(rest)
+            rest = [h for h in kept if h.group != victim.group]
+            without = _restored(released, admissions.get(victim.group))
+            _, again = trials.fits(rest, without)
             if again is None:
                 continue
-            kept, placed = rest, again
+            kept, placed, released = rest, again, without
             charged = trials.charge(placed) or charged
             room = _room(kept, placed, trials)
-        elif not trials.quota_fits(rest, charged):
-            kept = rest
+            used = set(placed.placements.values())
+        else:
+            rest = [h for h in kept if h.group != victim.group]
+            without = _restored(released, admissions.get(victim.group))
+            if not trials.quota_fits(rest, charged, without):
+                kept, released = rest, without
+    return kept, placed
+
+
+def _restored(state: QueueState, admission: Admission | None) -> QueueState:
+    return state if admission is None else state.restore(admission)
+
+
+def _checked(chosen: list[Holding], kept: list[Holding], placed: GangPlacement,
+             trials: _Trials) -> tuple[list[Holding], GangPlacement]:
+    """`kept` and the group's placement with them, checked once more in full; `chosen` if that fails."""
     if kept != chosen:
         _, final = trials.fits(kept)
         if final is None:
