@@ -136,9 +136,7 @@ class KnownUnfit:
 def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit) -> GangPlacement:
     root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
-    index = allocator.snapshot.node_fit
-    shape = _group_shape(members, index) if not allocator.gates.extended_resource and \
-        not _interpod_involved(members, nodes if nodes is not None else index.usage) else None
+    shape = gang_shape(allocator, members, nodes)
     seen = known.failures.get(shape) if shape is not None else None
     if seen is not None:
         return _renamed(seen, members)
@@ -152,6 +150,15 @@ def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: I
         if explanation is None or (not explanation.notes and all(r.error is None for r in explanation.requests)):
             known.failures[shape] = (plan, at, tuple(c.key for c in members[at].claims))
     return plan
+
+
+def gang_shape(allocator: Allocator, members: Sequence[GangMember], nodes: NodeUsage | None = None) -> object | None:
+    """What decides where a gang can be placed on `nodes` (default: the snapshot's), names left out: equal for
+    gangs that are placed alike. None where more decides it (inter-pod terms, or DRA-backed extended resources)."""
+    index = allocator.snapshot.node_fit
+    if allocator.gates.extended_resource or _interpod_involved(members, nodes if nodes is not None else index.usage):
+        return None
+    return _group_shape(members, index)
 
 
 def _group_shape(members: Sequence[GangMember], index: NodeFitIndex) -> object:
