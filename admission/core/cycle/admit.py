@@ -28,7 +28,7 @@ from admission.core.cycle.groups import GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import extend, late_members
 from admission.core.cycle.lines import behind_message, lines_of
-from admission.core.cycle.never import ROOM_REASONS, devices_message, never_fits
+from admission.core.cycle.never import ROOM_REASONS, Admissible, devices_message, never_fits
 from admission.core.cycle.nodes import promised_pods, with_pods
 from admission.core.cycle.parking import (
     ParkedWait,
@@ -104,6 +104,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     idle = KnownUnfit()  # the same on the empty cluster, for every group of the cycle (`never_fits`)
+    admissible = Admissible()  # and what did fit there
     extended = extended_claims(cycle.snapshot.claims.values())
     parking = None
     parked: dict[str, ParkedWait] = {}
@@ -137,7 +138,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             decision = reused
         else:
             decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                               unfit.at(usage, nodes), extended, idle)
+                               unfit.at(usage, nodes), extended, idle, admissible)
             if parking is not None:
                 _park(parked, parking, group, local, (sources, objects()), decision, state, plain)
         decisions.append(decision)
@@ -449,10 +450,10 @@ def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocato
             nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
             known: KnownUnfit | None = None,
             extended: Mapping[tuple[str, str], ResourceClaim] | None = None,
-            idle: KnownUnfit | None = None) -> Admit | Wait:
+            idle: KnownUnfit | None = None, admissible: Admissible | None = None) -> Admit | Wait:
     decision = _try(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps, known, extended)
     if isinstance(decision, Wait) and decision.reason in ROOM_REASONS:
-        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle)
+        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle, admissible)
         if never is not None:
             return never
     return decision

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from admission.core.allocator import Allocator, GangPlacement, KnownUnfit, Usage, members_for, place_gang
+from admission.core.allocator import (
+    Allocator,
+    GangMember,
+    GangPlacement,
+    KnownUnfit,
+    Usage,
+    gang_shape,
+    members_for,
+    place_gang,
+)
 from admission.core.cycle.shape import Gang
 from admission.core.cycle.types import CycleInput, Wait, WaitReason
 from admission.core.errors import DraqError
@@ -24,16 +33,43 @@ from admission.core.quota import GroupObjects, Inventory, Placement, QueueState,
 ROOM_REASONS = frozenset({WaitReason.DEVICES, WaitReason.NODES, WaitReason.QUOTA})
 
 
+class Admissible:
+    """For one cycle: the gangs known to fit the empty cluster and their idle ClusterQueue, by what decides it
+    (`admissible_key`), so that groups of one shape are placed on the empty cluster and charged once."""
+
+    def __init__(self) -> None:
+        self.keys: set[object] = set()
+
+
+def admissible_key(allocator: Allocator, members: Sequence[GangMember], pods: Sequence[Pod],
+                   queue: str) -> object | None:
+    """Equal for gangs that are placed alike on the empty cluster (`gang_shape`), share their claims alike
+    and ask the same of the node (what the charge reads besides the devices), in one ClusterQueue; None
+    when the placement depends on more."""
+    shape = gang_shape(allocator, members, NodeUsage())
+    if shape is None:
+        return None
+    first: dict[str, int] = {}
+    sharing = tuple(tuple(first.setdefault(c.key, len(first)) for c in m.claims) for m in members)
+    asks = repr(tuple((p.containers, p.init_containers, p.overhead, p.resources) for p in pods))
+    return (queue, shape, sharing, asks)
+
+
 def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, inventory: Inventory,
-               cycle: CycleInput, empty_unfit: KnownUnfit | None = None) -> Wait | None:
+               cycle: CycleInput, empty_unfit: KnownUnfit | None = None,
+               admissible: Admissible | None = None) -> Wait | None:
     """A `NeverAdmissible` wait when the gang fits no empty cluster or no idle ClusterQueue `queue`. `empty_unfit`:
-    what did not fit on the empty cluster, shared by the cycle's groups (one search per shape)."""
+    what did not fit on the empty cluster, shared by the cycle's groups (one search per shape); `admissible`:
+    the gangs that did fit, shared likewise."""
     pods = gang.pods
     what, one = (f"its declared shape ({len(pods)} members)", True) if gang.slots else _members(pods)
     snapshot = cycle.snapshot
     try:
         members = members_for(pods, snapshot.claims, snapshot.templates)
     except DraqError:
+        return None
+    key = admissible_key(allocator, members, pods, queue) if admissible is not None else None
+    if key is not None and admissible is not None and key in admissible.keys:
         return None
     placed = place_gang(allocator, members, usage=Usage(), nodes=NodeUsage(), known=empty_unfit)
     if placed.error:
@@ -52,6 +88,8 @@ def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, invento
         return None
     idle = QueueState.empty(cycle.state.queues.values()).fits(queue, charge)
     if idle.ok:
+        if key is not None and admissible is not None:
+            admissible.keys.add(key)
         return None
     verb = "needs" if one else "need"
     return Wait(group, WaitReason.NEVER_FITS, f"{what} {verb} {charge.describe()}, more than ClusterQueue "
