@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -152,7 +151,7 @@ def _node_state(view: NodeView, usage: Usage) -> tuple[object, ...]:
 
 def _alternative(search: NodeSearch, plan: ClaimSearch, alternative: Alternative) -> RequestExplanation:
     matched = free = 0
-    blocked: Counter[str] = Counter()
+    blocked: dict[str, int] = {}
     error = None
     for device in search.view.devices:
         try:
@@ -166,7 +165,7 @@ def _alternative(search: NodeSearch, plan: ClaimSearch, alternative: Alternative
         if reason is None:
             free += 1
         else:
-            blocked[reason] += 1
+            blocked[reason] = blocked.get(reason, 0) + 1
     wanted = None if alternative.all_devices is not None else alternative.count
     return RequestExplanation(plan.claim.key, alternative.result_name, alternative.device_class.name, wanted,
-                              matched, free, dict(blocked), error)
+                              matched, free, blocked, error)
