@@ -27,32 +27,50 @@ from admission.core.cycle.types import CycleInput, Wait, WaitReason
 from admission.core.errors import DraqError
 from admission.core.models import Pod
 from admission.core.nodefit import NodeUsage
-from admission.core.quota import GroupObjects, Inventory, Placement, QueueState, Unchargeable, charge_group
+from admission.core.quota import (
+    Amounts,
+    GroupObjects,
+    Inventory,
+    Placement,
+    QueueState,
+    QuotaFit,
+    Unchargeable,
+    charge_group,
+)
 
 # The waits an idle cluster or an idle queue could end.
 ROOM_REASONS = frozenset({WaitReason.DEVICES, WaitReason.NODES, WaitReason.QUOTA})
 
 
 class Admissible:
-    """For one cycle: the gangs known to fit the empty cluster and their idle ClusterQueue, by what decides it
-    (`admissible_key`), so that groups of one shape are placed on the empty cluster and charged once."""
+    """For one cycle: what the gangs that fit the empty cluster are charged there, by what decides both
+    (`admissible_key`), so that the gangs of one shape are placed on the empty cluster and charged once; and
+    which of those charges each ClusterQueue can hold when idle."""
 
     def __init__(self) -> None:
-        self.keys: set[object] = set()
+        self.charges: dict[object, Amounts] = {}
+        self.fits: dict[tuple[str, Amounts], QuotaFit] = {}
+        self._idle: QueueState | None = None
+
+    def idle_fit(self, state: QueueState, queue: str, charge: Amounts) -> QuotaFit:
+        found = self.fits.get((queue, charge))
+        if found is None:
+            self._idle = self._idle or QueueState.empty(state.queues.values())
+            found = self.fits[(queue, charge)] = self._idle.fits(queue, charge)
+        return found
 
 
-def admissible_key(allocator: Allocator, members: Sequence[GangMember], pods: Sequence[Pod],
-                   queue: str) -> object | None:
+def admissible_key(allocator: Allocator, members: Sequence[GangMember], pods: Sequence[Pod]) -> object | None:
     """Equal for gangs that are placed alike on the empty cluster (`gang_shape`), share their claims alike
-    and ask the same of the node (what the charge reads besides the devices), in one ClusterQueue; None
-    when the placement depends on more."""
+    and ask the same of the node (what the charge reads besides the devices); None when the placement depends
+    on more."""
     shape = gang_shape(allocator, members, NodeUsage())
     if shape is None:
         return None
     first: dict[str, int] = {}
     sharing = tuple(tuple(first.setdefault(c.key, len(first)) for c in m.claims) for m in members)
     asks = repr(tuple((p.containers, p.init_containers, p.overhead, p.resources) for p in pods))
-    return (queue, shape, sharing, asks)
+    return (shape, sharing, asks)
 
 
 def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, inventory: Inventory,
@@ -60,7 +78,7 @@ def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, invento
                admissible: Admissible | None = None) -> Wait | None:
     """A `NeverAdmissible` wait when the gang fits no empty cluster or no idle ClusterQueue `queue`. `empty_unfit`:
     what did not fit on the empty cluster, shared by the cycle's groups (one search per shape); `admissible`:
-    the gangs that did fit, shared likewise."""
+    what those that did fit are charged, shared likewise."""
     pods = gang.pods
     what, one = (f"its declared shape ({len(pods)} members)", True) if gang.slots else _members(pods)
     snapshot = cycle.snapshot
@@ -68,28 +86,30 @@ def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, invento
         members = members_for(pods, snapshot.claims, snapshot.templates)
     except DraqError:
         return None
-    key = admissible_key(allocator, members, pods, queue) if admissible is not None else None
-    if key is not None and admissible is not None and key in admissible.keys:
-        return None
-    placed = place_gang(allocator, members, usage=Usage(), nodes=NodeUsage(), known=empty_unfit)
-    if placed.error:
-        return None
-    if not placed.feasible and not cycle.never_on_cluster:
-        return None
-    if not placed.feasible:
-        verb = "fits" if one else "fit"
-        return Wait(group, WaitReason.NEVER_FITS, f"{what} {verb} on no set of nodes even with nothing else running: "
-                    f"{devices_message(placed)}; shrink the workload or add nodes or devices that can hold it", queue)
-    placement = Placement(dict(placed.placements), dict(placed.allocations))
-    try:
-        charge = charge_group(GroupObjects(tuple(pods), snapshot.claims, snapshot.templates), cycle.units,
-                              inventory, cycle.matches, placement).total
-    except Unchargeable:
-        return None
-    idle = QueueState.empty(cycle.state.queues.values()).fits(queue, charge)
+    admissible = admissible or Admissible()
+    key = admissible_key(allocator, members, pods)
+    charge = admissible.charges.get(key) if key is not None else None
+    if charge is None:
+        placed = place_gang(allocator, members, usage=Usage(), nodes=NodeUsage(), known=empty_unfit)
+        if placed.error:
+            return None
+        if not placed.feasible and not cycle.never_on_cluster:
+            return None
+        if not placed.feasible:
+            verb = "fits" if one else "fit"
+            return Wait(group, WaitReason.NEVER_FITS, f"{what} {verb} on no set of nodes even with nothing else "
+                        f"running: {devices_message(placed)}; shrink the workload or add nodes or devices that can "
+                        "hold it", queue)
+        placement = Placement(dict(placed.placements), dict(placed.allocations))
+        try:
+            charge = charge_group(GroupObjects(tuple(pods), snapshot.claims, snapshot.templates), cycle.units,
+                                  inventory, cycle.matches, placement).total
+        except Unchargeable:
+            return None
+        if key is not None:
+            admissible.charges[key] = charge
+    idle = admissible.idle_fit(cycle.state, queue, charge)
     if idle.ok:
-        if key is not None and admissible is not None:
-            admissible.keys.add(key)
         return None
     verb = "needs" if one else "need"
     return Wait(group, WaitReason.NEVER_FITS, f"{what} {verb} {charge.describe()}, more than ClusterQueue "
