@@ -18,6 +18,7 @@ from operator import attrgetter
 
 from admission.core.allocator import (
     Allocator,
+    GangMember,
     GangPlacement,
     KnownUnfit,
     Usage,
@@ -459,25 +460,29 @@ def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocato
             known: KnownUnfit | None = None,
             extended: Mapping[tuple[str, str], ResourceClaim] | None = None,
             idle: KnownUnfit | None = None, admissible: Admissible | None = None) -> Admit | Wait:
-    decision = _try(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps, known, extended)
+    snapshot = cycle.snapshot
+    try:
+        members = members_for(gang.pods, snapshot.claims, snapshot.templates)
+    except DraqError as err:  # a claim or a template a member names does not exist
+        return Wait(group.key, WaitReason.MISSING, f"{err}: create it, or correct the reference (the group waits "
+                    "until then)", local.cluster_queue)
+    decision = _try(group, gang, members, local, allocator, usage, nodes, inventory, state, cycle, steps, known,
+                    extended)
     if isinstance(decision, Wait) and decision.reason in ROOM_REASONS:
-        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle, admissible)
+        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle, admissible,
+                           members)
         if never is not None:
             return never
     return decision
 
 
-def _try(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
-         inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer, known: KnownUnfit | None,
+def _try(group: GroupView, gang: Gang, members: Sequence[GangMember], local: LocalQueue, allocator: Allocator,
+         usage: Usage, nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput,
+         steps: StepTimer, known: KnownUnfit | None,
          extended: Mapping[tuple[str, str], ResourceClaim] | None) -> Admit | Wait:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
     objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates, extended)
-    try:
-        members = members_for(gang.pods, snapshot.claims, snapshot.templates)
-    except DraqError as err:  # a claim or a template a member names does not exist
-        return Wait(group.key, WaitReason.MISSING, f"{err}: create it, or correct the reference (the group waits "
-                    "until then)", queue)
     level = topology_level(group, queue, cycle)  # a Wait was answered before ordering
     with steps.step(ALLOCATOR):
         if isinstance(level, TopologyLevel):

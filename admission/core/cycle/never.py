@@ -75,17 +75,18 @@ def admissible_key(allocator: Allocator, members: Sequence[GangMember], pods: Se
 
 def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, inventory: Inventory,
                cycle: CycleInput, empty_unfit: KnownUnfit | None = None,
-               admissible: Admissible | None = None) -> Wait | None:
+               admissible: Admissible | None = None, members: Sequence[GangMember] | None = None) -> Wait | None:
     """A `NeverAdmissible` wait when the gang fits no empty cluster or no idle ClusterQueue `queue`. `empty_unfit`:
     what did not fit on the empty cluster, shared by the cycle's groups (one search per shape); `admissible`:
-    what those that did fit are charged, shared likewise."""
+    what those that did fit are charged, shared likewise; `members`: the gang's, when the caller has them."""
     pods = gang.pods
     what, one = (f"its declared shape ({len(pods)} members)", True) if gang.slots else _members(pods)
     snapshot = cycle.snapshot
-    try:
-        members = members_for(pods, snapshot.claims, snapshot.templates)
-    except DraqError:
-        return None
+    if members is None:
+        try:
+            members = members_for(pods, snapshot.claims, snapshot.templates)
+        except DraqError:
+            return None
     admissible = admissible or Admissible()
     key = admissible_key(allocator, members, pods)
     charge = admissible.charges.get(key) if key is not None else None
