@@ -29,7 +29,7 @@ from admission.core.cycle.groups import GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import extend, late_members
 from admission.core.cycle.lines import behind_message, lines_of
-from admission.core.cycle.never import ROOM_REASONS, Admissible, devices_message, never_fits
+from admission.core.cycle.never import ROOM_REASONS, Shapes, devices_message, never_fits
 from admission.core.cycle.nodes import promised_pods, with_pods
 from admission.core.cycle.parking import (
     ParkedWait,
@@ -53,7 +53,7 @@ from admission.core.errors import DraqError
 from admission.core.models import AllocationResult, LabelSelector, ObjectRef, Pod, ResourceClaim, TopologyLevel
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
-    ChargeResult,
+    Amounts,
     ClusterQueue,
     GroupObjects,
     Inventory,
@@ -105,7 +105,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     idle = KnownUnfit()  # the same on the empty cluster, for every group of the cycle (`never_fits`)
-    admissible = Admissible()  # and what did fit there
+    shapes = Shapes()  # what the gangs of one shape are charged (`never.Shapes`)
     extended = extended_claims(cycle.snapshot.claims.values())
     parking = None
     parked: dict[str, ParkedWait] = {}
@@ -139,7 +139,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
             decision = reused
         else:
             decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                               unfit.at(usage, nodes), extended, idle, admissible)
+                               unfit.at(usage, nodes), extended, idle, shapes)
             if parking is not None:
                 _park(parked, parking, group, local, (sources, objects()), decision, state, plain)
         decisions.append(decision)
@@ -459,7 +459,7 @@ def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocato
             nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
             known: KnownUnfit | None = None,
             extended: Mapping[tuple[str, str], ResourceClaim] | None = None,
-            idle: KnownUnfit | None = None, admissible: Admissible | None = None) -> Admit | Wait:
+            idle: KnownUnfit | None = None, shapes: Shapes | None = None) -> Admit | Wait:
     snapshot = cycle.snapshot
     try:
         members = members_for(gang.pods, snapshot.claims, snapshot.templates)
@@ -467,10 +467,9 @@ def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocato
         return Wait(group.key, WaitReason.MISSING, f"{err}: create it, or correct the reference (the group waits "
                     "until then)", local.cluster_queue)
     decision = _try(group, gang, members, local, allocator, usage, nodes, inventory, state, cycle, steps, known,
-                    extended)
+                    extended, shapes)
     if isinstance(decision, Wait) and decision.reason in ROOM_REASONS:
-        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle, admissible,
-                           members)
+        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle, shapes, members)
         if never is not None:
             return never
     return decision
@@ -479,7 +478,7 @@ def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocato
 def _try(group: GroupView, gang: Gang, members: Sequence[GangMember], local: LocalQueue, allocator: Allocator,
          usage: Usage, nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput,
          steps: StepTimer, known: KnownUnfit | None,
-         extended: Mapping[tuple[str, str], ResourceClaim] | None) -> Admit | Wait:
+         extended: Mapping[tuple[str, str], ResourceClaim] | None, shapes: Shapes | None = None) -> Admit | Wait:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
     objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates, extended)
@@ -496,26 +495,50 @@ def _try(group: GroupView, gang: Gang, members: Sequence[GangMember], local: Loc
         # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
         # that is the reason to give, whatever the quota says.
         return _unplaced(group, placed, queue)
-    placement = Placement(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
+    if not placed.feasible:
+        with steps.step(CHARGING):
+            worst = _worst_charge(group.key, gang, members, objects, allocator, inventory, cycle, shapes)
+        if worst is None:
+            return _unplaced(group, placed, queue)
+        fits = state.fits(queue, worst)
+        if not fits.ok:
+            return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, worst), queue)
+        return _unplaced(group, placed, queue)
+    placement = Placement(dict(placed.placements), dict(placed.allocations))
     try:
         with steps.step(CHARGING):
             charged = charge_group(objects, cycle.units, inventory, cycle.matches, placement)
     except Unchargeable as err:
-        if not placed.feasible:
-            return _unplaced(group, placed, queue)
         return Wait(group.key, WaitReason.UNCHARGEABLE, str(err), queue)
     fits = state.fits(queue, charged.total)
     if not fits.ok:
-        return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged), queue)
-    if placement is None:
-        return _unplaced(group, placed, queue)
+        return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged.total), queue)
     return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
                  shaped_plan(gang.pods, gang.slots, placed.placements, placed.allocations), placement,
                  tuple(f"{line.source}: {line.amounts.describe()}" for line in charged.lines if line.amounts))
 
 
-def _quota_message(reason: str, charged: ChargeResult) -> str:
-    return f"{reason} (group needs {charged.total.describe() if charged.total else 'nothing'})"
+def _worst_charge(group: str, gang: Gang, members: Sequence[GangMember], objects: GroupObjects, allocator: Allocator,
+                  inventory: Inventory, cycle: CycleInput, shapes: Shapes | None) -> Amounts | None:
+    """What a gang that was not placed is charged (the worst case over the devices it could get), or None when it
+    cannot be charged; worked out once per shape and cycle (`never.Shapes`), unless a member has a claim the
+    scheduler made for its extended resources (looked up by the pod's name)."""
+    made = objects.extended
+    key = shapes.key(group, allocator, members, gang.pods) if shapes is not None and not (
+        made and any((p.namespace, p.name) in made for p in gang.pods)) else None
+    if shapes is not None and key is not None and key in shapes.worst:
+        return shapes.worst[key]
+    try:
+        worst: Amounts | None = charge_group(objects, cycle.units, inventory, cycle.matches, None).total
+    except Unchargeable:
+        worst = None
+    if shapes is not None and key is not None:
+        shapes.worst[key] = worst
+    return worst
+
+
+def _quota_message(reason: str, total: Amounts) -> str:
+    return f"{reason} (group needs {total.describe() if total else 'nothing'})"
 
 
 def _unplaced(group: GroupView, placed: GangPlacement, queue: str) -> Wait:

@@ -42,15 +42,23 @@ from admission.core.quota import (
 ROOM_REASONS = frozenset({WaitReason.DEVICES, WaitReason.NODES, WaitReason.QUOTA})
 
 
-class Admissible:
-    """For one cycle: what the gangs that fit the empty cluster are charged there, by what decides both
-    (`admissible_key`), so that the gangs of one shape are placed on the empty cluster and charged once; and
-    which of those charges each ClusterQueue can hold when idle."""
+class Shapes:
+    """What the gangs of one shape (`shape_key`) share in one cycle: their worst-case charge (no placement:
+    what a gang that did not fit is charged), and their charge on the empty cluster when they fit there; and
+    which of those charges each ClusterQueue can hold when idle. Each is worked out once per shape."""
 
     def __init__(self) -> None:
+        self.keys: dict[str, object | None] = {}  # by group
+        self.worst: dict[object, Amounts | None] = {}  # None: unchargeable
         self.charges: dict[object, Amounts] = {}
         self.fits: dict[tuple[str, Amounts], QuotaFit] = {}
         self._idle: QueueState | None = None
+
+    def key(self, group: str, allocator: Allocator, members: Sequence[GangMember],
+            pods: Sequence[Pod]) -> object | None:
+        if group not in self.keys:
+            self.keys[group] = shape_key(allocator, members, pods)
+        return self.keys[group]
 
     def idle_fit(self, state: QueueState, queue: str, charge: Amounts) -> QuotaFit:
         found = self.fits.get((queue, charge))
@@ -60,10 +68,10 @@ class Admissible:
         return found
 
 
-def admissible_key(allocator: Allocator, members: Sequence[GangMember], pods: Sequence[Pod]) -> object | None:
+def shape_key(allocator: Allocator, members: Sequence[GangMember], pods: Sequence[Pod]) -> object | None:
     """Equal for gangs that are placed alike on the empty cluster (`gang_shape`), share their claims alike
-    and ask the same of the node (what the charge reads besides the devices); None when the placement depends
-    on more."""
+    and ask the same of the node (what the charge reads besides the devices and claims); None when the
+    placement depends on more."""
     shape = gang_shape(allocator, members, NodeUsage())
     if shape is None:
         return None
@@ -75,9 +83,9 @@ def admissible_key(allocator: Allocator, members: Sequence[GangMember], pods: Se
 
 def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, inventory: Inventory,
                cycle: CycleInput, empty_unfit: KnownUnfit | None = None,
-               admissible: Admissible | None = None, members: Sequence[GangMember] | None = None) -> Wait | None:
+               shapes: Shapes | None = None, members: Sequence[GangMember] | None = None) -> Wait | None:
     """A `NeverAdmissible` wait when the gang fits no empty cluster or no idle ClusterQueue `queue`. `empty_unfit`:
-    what did not fit on the empty cluster, shared by the cycle's groups (one search per shape); `admissible`:
+    what did not fit on the empty cluster, shared by the cycle's groups (one search per shape); `shapes`:
     what those that did fit are charged, shared likewise; `members`: the gang's, when the caller has them."""
     pods = gang.pods
     what, one = (f"its declared shape ({len(pods)} members)", True) if gang.slots else _members(pods)
@@ -87,9 +95,9 @@ def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, invento
             members = members_for(pods, snapshot.claims, snapshot.templates)
         except DraqError:
             return None
-    admissible = admissible or Admissible()
-    key = admissible_key(allocator, members, pods)
-    charge = admissible.charges.get(key) if key is not None else None
+    shapes = shapes or Shapes()
+    key = shapes.key(group, allocator, members, pods)
+    charge = shapes.charges.get(key) if key is not None else None
     if charge is None:
         placed = place_gang(allocator, members, usage=Usage(), nodes=NodeUsage(), known=empty_unfit)
         if placed.error:
@@ -108,8 +116,8 @@ def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, invento
         except Unchargeable:
             return None
         if key is not None:
-            admissible.charges[key] = charge
-    idle = admissible.idle_fit(cycle.state, queue, charge)
+            shapes.charges[key] = charge
+    idle = shapes.idle_fit(cycle.state, queue, charge)
     if idle.ok:
         return None
     verb = "needs" if one else "need"

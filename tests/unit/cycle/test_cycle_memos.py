@@ -1,7 +1,8 @@
 """What a cycle keeps to answer faster gives the same decisions as working everything out again: each
 LocalQueue's head and BehindInQueue Waits and the groups that passed the checks before ordering (kept from
-one cycle to the next in `Parking`), the (shape, node) pairs carried over an admission, the charge of a shape
-on the empty cluster (the NeverAdmissible check) and the nodes' explanations kept by the allocator."""
+one cycle to the next in `Parking`), the (shape, node) pairs carried over an admission, the charges of a shape
+(its worst case, and on the empty cluster for the NeverAdmissible check) and the nodes' explanations kept by
+the allocator."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def _without_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     with monkeypatch.context() as patched:
         patched.setattr(explaining, "_kept", unkept)
-        patched.setattr(never, "admissible_key", lambda *_: None)
+        patched.setattr(never, "shape_key", lambda *_: None)
         patched.setattr(admitting._Unfit, "admitted", admitted_forgetting_pairs)
         yield
 
