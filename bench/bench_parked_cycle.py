@@ -11,7 +11,7 @@ kept as `draq run` keeps it (`operator.heap`: a young collection, then the objec
 time measured. Prints the median and range of --repeat cycles, in wall-clock and in CPU time (the machine may be
 shared), beside the goal.
 
-    .venv/bin/python bench/bench_parked_cycle.py [--groups 10000] [--queues 20] [--repeat 15]
+    PYTHONPATH=. .venv/bin/python bench/bench_parked_cycle.py [--groups 10000] [--queues 20] [--repeat 15]
 """
 
 from __future__ import annotations
