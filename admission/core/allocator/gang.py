@@ -196,9 +196,12 @@ def _renamed(seen: tuple[GangPlacement, int, tuple[str, ...]], members: Sequence
 
 def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
                  usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, root: _State) -> GangPlacement:
-    base = (usage or allocator.usage).copy()
-    for allocation in promised:
-        base.add(allocation, allocator.gates)
+    base = usage or allocator.usage
+    promised = tuple(promised)
+    if promised:  # otherwise the search only reads `base`: each placement extends a copy
+        base = base.copy()
+        for allocation in promised:
+            base.add(allocation, allocator.gates)
     fit_index = allocator.snapshot.node_fit
     search = _Search(allocator, fit_index, allocator.gates.extended_resource)
     node_names = sorted(allocator.snapshot.nodes)
