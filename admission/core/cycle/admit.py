@@ -212,34 +212,26 @@ def _park(parked: dict[str, ParkedWait], parking: Parking, group: GroupView, loc
 
 
 class _Unfit:
-    """What placing found for one state of the device and node usage (`KnownUnfit`). An admission only adds to
-    the usage, so what did not fit before still does not: the full nodes and the (shape, node) pairs that did
-    not fit are carried over it; the failures of whole groups, whose messages tell the usage, are not."""
+    """What placing found for one state of the device and node usage (`KnownUnfit`)."""
 
     def __init__(self) -> None:
         self.usage: Usage | None = None
         self.version = -1
         self.nodes: NodeUsage | None = None
         self.known = KnownUnfit()
-        self.full: frozenset[str] | None = None  # carried over an admission
-        self.pairs: set[tuple[str, str]] | None = None  # likewise
+        self.full: frozenset[str] | None = None  # carried over an admission, which only adds to the usage
 
     def at(self, usage: Usage, nodes: NodeUsage) -> KnownUnfit:
         if usage is not self.usage or usage.version != self.version or nodes is not self.nodes:
             full, self.full = self.full, None
-            pairs, self.pairs = self.pairs, None
-            self.usage, self.version, self.nodes = usage, usage.version, nodes
-            self.known = KnownUnfit(pairs if pairs is not None else set(), full=full)
+            self.usage, self.version, self.nodes, self.known = usage, usage.version, nodes, KnownUnfit(full=full)
         return self.known
 
     def admitted(self, allocator: Allocator, usage: Usage, placed: Iterable[str]) -> None:
         """An admission added to `usage` on the `placed` nodes only: the nodes full before stay full, and
         of the placed ones those now full join them."""
-        if usage is not self.usage:
-            return
-        self.pairs = self.known.pairs
         before = self.known.full
-        if before is not None:
+        if before is not None and usage is self.usage:
             self.full = before | allocator.full_nodes(usage, set(placed) - before)
 
 

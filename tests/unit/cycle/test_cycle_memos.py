@@ -1,8 +1,7 @@
 """What a cycle keeps to answer faster gives the same decisions as working everything out again: each
 LocalQueue's head and BehindInQueue Waits and the groups that passed the checks before ordering (kept from
-one cycle to the next in `Parking`), the (shape, node) pairs carried over an admission, the charges of a shape
-(its worst case, and on the empty cluster for the NeverAdmissible check) and the nodes' explanations kept by
-the allocator."""
+one cycle to the next in `Parking`), the charges of a shape (its worst case, and on the empty cluster for
+the NeverAdmissible check) and the nodes' explanations kept by the allocator."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -60,24 +58,15 @@ def _forgetful(parking: Parking) -> Parking:
 @contextmanager
 def _without_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     explaining = importlib.import_module("admission.core.allocator.explain")  # the package's `explain` is a function
-    admitting = importlib.import_module("admission.core.cycle.admit")
     never = importlib.import_module("admission.core.cycle.never")
 
     def unkept(allocator: Allocator, node: Node | str, claims: Sequence[ResourceClaim], keys: tuple[str, ...],
                usage: Usage, shape: str) -> tuple[Explanation, tuple[str, ...]]:
         return explain(allocator, node, claims, usage), keys
 
-    admitted = admitting._Unfit.admitted
-
-    def admitted_forgetting_pairs(self: Any, allocator: Allocator, usage: Usage,
-                                  placed: Sequence[str]) -> None:
-        admitted(self, allocator, usage, placed)
-        self.pairs = None
-
     with monkeypatch.context() as patched:
         patched.setattr(explaining, "_kept", unkept)
         patched.setattr(never, "shape_key", lambda *_: None)
-        patched.setattr(admitting._Unfit, "admitted", admitted_forgetting_pairs)
         yield
 
 
