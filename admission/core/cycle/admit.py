@@ -118,48 +118,64 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     kept_behind = cycle.parking.behind if cycle.parking is not None else {}
     behind: dict[str, Wait] = {}
     admitted: dict[str, Iterable[AllocationResult]] = {}
+    strict: dict[str, bool] = {}  # by ClusterQueue (`_strict`)
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
             decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
                                   f"and group {blocked[cluster_queue]} ahead of it does not fit yet",
                                   cluster_queue))
             continue
-        local = cycle.local_queues[group.local_key]
-        if misses.get(local.key, 0) >= cycle.queue_misses:
+        local_key = group.local_key
+        local = cycle.local_queues[local_key]
+        if misses.get(local_key, 0) >= cycle.queue_misses:
             wait = _behind(group, local, kept_behind, queues)
             behind[group.key] = wait
             decisions.append(wait)
             continue
-        gang = gangs.get(group.key) or gang_of(group)
-        def objects(pods: Sequence[Pod] = gang.pods) -> tuple[object, ...]:
-            return own_objects(pods, cycle.snapshot.claims, cycle.snapshot.templates)
+        def objects(group: GroupView = group) -> tuple[object, ...]:
+            return own_objects(_gang(group, gangs).pods, cycle.snapshot.claims, cycle.snapshot.templates)
         reused = still_parked(parking, group, local, sources, objects) if parking is not None else None
         decision: Admit | Wait
         if reused is not None:
             decision = reused
         else:
-            decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                               unfit.at(usage, nodes), extended, idle, shapes)
+            decision = _decide(group, _gang(group, gangs), local, allocator, usage, nodes, inventory, state, cycle,
+                               steps, unfit.at(usage, nodes), extended, idle, shapes)
             if parking is not None:
                 _park(parked, parking, group, local, (sources, objects()), decision, state, plain)
         decisions.append(decision)
         if isinstance(decision, Admit):
             admitted[group.key] = decision.placement.allocations.values()
-            state = state.admit(group.key, cluster_queue, decision.charge, local.key)
+            state = state.admit(group.key, cluster_queue, decision.charge, local_key)
             for allocation in decision.placement.allocations.values():
                 usage.add(allocation, cycle.gates)
-            nodes = with_pods(nodes, gang.pods, decision.placement.nodes)
+            nodes = with_pods(nodes, _gang(group, gangs).pods, decision.placement.nodes)
             unfit.admitted(allocator, usage, decision.placement.nodes.values())
         else:
-            misses[local.key] = misses.get(local.key, 0) + 1
-            if decision.reason is not WaitReason.NEVER_FITS and \
-                    state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
+            misses[local_key] = misses.get(local_key, 0) + 1
+            if decision.reason is not WaitReason.NEVER_FITS and _strict(cluster_queue, state, strict):
                 blocked[cluster_queue] = group.key  # a group that never fits would block its queue for good
     after = None
     if parking is not None:
         after = after_cycle(parking, cycle, parked, state, admitted, extended_any)
         after = replace(after, behind=behind, lines=lines, prechecked=Prechecked(context, passed))
     return CycleResult(tuple(decisions), state, usage, steps.totals(), parking=after)
+
+
+def _strict(cluster_queue: str, state: QueueState, known: dict[str, bool]) -> bool:
+    """Whether the ClusterQueue is StrictFIFO (`known`: the answers so far; specs do not change within a cycle)."""
+    fifo = known.get(cluster_queue)
+    if fifo is None:
+        fifo = known[cluster_queue] = state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO
+    return fifo
+
+
+def _gang(group: GroupView, gangs: dict[str, Gang]) -> Gang:
+    """The group's gang, made once per cycle, and only for a group that needs it."""
+    gang = gangs.get(group.key)
+    if gang is None:
+        gang = gangs[group.key] = gang_of(group)
+    return gang
 
 
 def _prechecked(head: Sequence[GroupView], cycle: CycleInput, queues: _QueueChecks, context: tuple[object, ...]

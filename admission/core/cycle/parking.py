@@ -260,7 +260,7 @@ def still_parked(parking: Parking, group: GroupView, local: LocalQueue, sources:
         return None
     if parking.changes.now - parked.since >= parking.safety_seconds:
         return None
-    if (parked.group is not group and parked.group != group) or parked.local != local:
+    if (parked.group is not group and parked.group != group) or (parked.local is not local and parked.local != local):
         return None
     unchanged = parked.sources[0] is sources[0] and parked.sources[1] is sources[1]
     if not unchanged and not _same_objects(parked.objects, objects()):
