@@ -78,7 +78,6 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     nodes = promised_pods(lines.holding, cycle.snapshot.node_fit.usage)
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
-    # A group whose record draq cannot trace is told so even when none of its members is gated.
     decisions: list[GroupDecision] = []
     for line in lines.lines.values():
         decisions.extend(line.behind)
@@ -111,7 +110,9 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     parked: dict[str, ParkedWait] = {}
     if cycle.parking is not None:
         parking = advance(cycle.parking, cycle, lines.pending.keys())
-        parked = dict(parking.parked) if cycle.parking.lines is lines else \
+        last = cycle.parking.lines
+        # Parked groups are pending groups of the last cycle: while those are the same, none is gone.
+        parked = dict(parking.parked) if last is not None and last.pending is lines.pending else \
             {k: p for k, p in parking.parked.items() if k in lines.pending}
     plain = plain_units(cycle) if parking is not None else frozenset()
     sources = (cycle.snapshot.claims, cycle.snapshot.templates)

@@ -57,6 +57,7 @@ def lines_of(cycle: CycleInput, last: Lines | None) -> Lines:
     members: dict[str, list[GroupView]] = {}
     holding: list[GroupView] = []
     for group in cycle.groups:
+        # A group whose record draq cannot trace is told so even when none of its members is gated.
         if group.pending or group.unsealed:
             members.setdefault(group.local_key, []).append(group)
         if group.holds_quota:
