@@ -1,6 +1,7 @@
 """Admission benchmarks: one gang admission cycle, and charging one large group against four quota units.
 
-Prints the median of --repeat runs per figure, with the 1-minute load average when the figure was taken.
+Prints the median of --repeat runs per figure, with the 1-minute load average when the figure was taken (for the
+1,000-group cycle also its CPU time, steadier than the wall clock on a shared machine).
 
     .venv/bin/python bench/bench_admission_cycle.py [--repeat N]
 """
@@ -149,16 +150,18 @@ def large_cycle_input(groups: int, queues: int, nodes: int, gpus: int) -> CycleI
 def bench_large_cycle(groups: int, queues: int, nodes: int, gpus: int, repeat: int) -> None:
     cycle = large_cycle_input(groups, queues, nodes, gpus)
     run_cycle(cycle)  # the snapshot's node views and selector results, as a kept snapshot has them
-    timings = []
+    timings, cpu = [], []
     result = None
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = run_cycle(cycle)
+        cpu.append((time.process_time() - start_cpu) * 1000)
         timings.append((time.perf_counter() - start) * 1000)
     assert result is not None
     print(f"run_cycle, {groups} groups (1-4 pods x one 1-8 GPU claim) in {queues} ClusterQueues, {nodes} nodes x "
           f"{gpus} GPUs, first half full: median {statistics.median(timings):.0f} ms "
-          f"(range {min(timings):.0f}-{max(timings):.0f}; goal <= 1 s); {outcome(result)}; {load()}")
+          f"(range {min(timings):.0f}-{max(timings):.0f}), CPU {statistics.median(cpu):.0f} ms "
+          f"(range {min(cpu):.0f}-{max(cpu):.0f}; goal <= 250 ms); {outcome(result)}; {load()}")
 
 
 def outcome(result: CycleResult) -> str:

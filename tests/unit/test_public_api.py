@@ -14,7 +14,7 @@ PUBLIC = {
         "RequestExplanation", "Snapshot", "SnapshotInventory", "Status", "Usage", "allocation_to_manifest", "explain",
         "explain_best", "members_for", "place_gang", "pod_claims", "Domain", "DomainPlacement", "devices_needed",
         "domains_used", "place_beside", "place_in_topology", "topology_domains", "DomainFigure", "domain_figures",
-        "levels_out_of_order"
+        "levels_out_of_order", "gang_shape"
     ],
     "admission.core.cycle": [
         "ADMITTED_CONDITION", "ALLOCATOR", "Admit", "CHARGING", "Changes", "ChargeCorrection", "CycleInput",

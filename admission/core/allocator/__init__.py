@@ -12,7 +12,15 @@ from admission.core.allocator.errors import (
     NodeAllocationError,
 )
 from admission.core.allocator.explain import Explanation, RequestExplanation, explain, explain_best
-from admission.core.allocator.gang import GangMember, GangPlacement, KnownUnfit, members_for, place_gang, pod_claims
+from admission.core.allocator.gang import (
+    GangMember,
+    GangPlacement,
+    KnownUnfit,
+    gang_shape,
+    members_for,
+    place_gang,
+    pod_claims,
+)
 from admission.core.allocator.inventory import NodeView, PoolView, SnapshotInventory
 from admission.core.allocator.results import allocation_to_manifest
 from admission.core.allocator.room import DomainFigure, domain_figures
@@ -56,6 +64,7 @@ __all__ = [
     "domains_used",
     "explain",
     "explain_best",
+    "gang_shape",
     "levels_out_of_order",
     "members_for",
     "place_beside",

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from typing import Any
 
 from admission.core.allocator.errors import INVALID_POOLS, AllocationError, MissingDeviceClass
 from admission.core.allocator.inventory import NodeView, SnapshotInventory
@@ -177,6 +178,8 @@ class Allocator:
         self.usage = snapshot.in_use(gates)
         self._claims: ClaimMemo = {}
         self._results: ResultMemo = {}
+        # Explanations by node, claims' shape and the node's usage (`explain_best`): with the claim keys they name.
+        self.explained: dict[tuple[str, str, tuple[object, ...]], tuple[Any, tuple[str, ...]]] = {}
 
     def view(self, node: Node | str) -> NodeView:
         found = self.snapshot.node(node) if isinstance(node, str) else node

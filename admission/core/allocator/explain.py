@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from admission.core.allocator.api import Allocator
 from admission.core.allocator.errors import AllocationError
+from admission.core.allocator.inventory import NodeView
 from admission.core.allocator.search import Alternative, ClaimSearch, NodeSearch
 from admission.core.allocator.usage import Usage
 from admission.core.models import Node, ResourceClaim
@@ -85,10 +86,34 @@ def explain(allocator: Allocator, node: Node | str, claims: Sequence[ResourceCla
 
 def explain_best(allocator: Allocator, nodes: Iterable[Node | str], claims: Sequence[ResourceClaim],
                  usage: Usage | None = None) -> Explanation | None:
-    """The explanation for the first node that comes closest to fitting."""
+    """The explanation for the first node that comes closest to fitting. A node's explanation is kept by the
+    allocator for claims of the same specs while the node's devices are used alike (`Allocator.explained`):
+    the groups of one shape that do not fit in one cycle are explained again only on the nodes that changed."""
+    in_use = usage if usage is not None else allocator.usage
+    if in_use.shared or in_use.consumed:
+        return _best(explain(allocator, node, claims, in_use) for node in nodes)
+    shape = _claims_shape(claims)
+    keys = tuple(c.key for c in claims)
+    named: dict[int, tuple[str, ...]] = {}  # by id(explanation): the claim keys it names
+
+    def kept(node: Node | str) -> Explanation:
+        found, names = _kept(allocator, node, claims, keys, in_use, shape)
+        named[id(found)] = names
+        return found
+
+    best = _best(kept(node) for node in nodes)
+    if best is None:
+        return None
+    if named[id(best)] == keys:
+        return best
+    renamed = dict(zip(named[id(best)], keys, strict=True))
+    return dataclasses.replace(best, requests=tuple(dataclasses.replace(r, claim=renamed.get(r.claim, r.claim))
+                                                    for r in best.requests))
+
+
+def _best(explanations: Iterable[Explanation]) -> Explanation | None:
     best: Explanation | None = None
-    for node in nodes:
-        current = explain(allocator, node, claims, usage)
+    for current in explanations:
         if best is None or current.score > best.score:
             best = current
             if best.score == 0:
@@ -96,9 +121,37 @@ def explain_best(allocator: Allocator, nodes: Iterable[Node | str], claims: Sequ
     return best
 
 
+def _claims_shape(claims: Sequence[ResourceClaim]) -> str:
+    """Equal for claims explained alike: their specs and allocations, and which of them are the same claim."""
+    first: dict[str, int] = {}
+    return repr([(c.spec, c.allocation, first.setdefault(c.key, len(first))) for c in claims])
+
+
+def _kept(allocator: Allocator, node: Node | str, claims: Sequence[ResourceClaim], keys: tuple[str, ...],
+          usage: Usage, shape: str) -> tuple[Explanation, tuple[str, ...]]:
+    """The node's explanation, and the claim keys it names (those of the claims it was made for)."""
+    target = allocator.snapshot.node(node) if isinstance(node, str) else node
+    key = (target.name, shape, _node_state(allocator.view(target), usage))
+    seen = allocator.explained.get(key)
+    if seen is not None:
+        return seen
+    found = explain(allocator, target, claims, usage)
+    if not found.notes and all(r.error is None for r in found.requests):  # notes and errors may name a claim
+        allocator.explained[key] = (found, keys)
+    return found, keys
+
+
+def _node_state(view: NodeView, usage: Usage) -> tuple[object, ...]:
+    """What an explanation reads of the usage on one node: which of its devices are in use, and the devices
+    in use in each of its pools (their counters)."""
+    is_allocated = usage.is_allocated
+    return (tuple(is_allocated(d.id) for d in view.devices),
+            tuple(frozenset(usage.by_pool.get(f"{p.driver}/{p.name}", ())) for p in view.pools))
+
+
 def _alternative(search: NodeSearch, plan: ClaimSearch, alternative: Alternative) -> RequestExplanation:
     matched = free = 0
-    blocked: Counter[str] = Counter()
+    blocked: dict[str, int] = {}
     error = None
     for device in search.view.devices:
         try:
@@ -112,7 +165,7 @@ def _alternative(search: NodeSearch, plan: ClaimSearch, alternative: Alternative
         if reason is None:
             free += 1
         else:
-            blocked[reason] += 1
+            blocked[reason] = blocked.get(reason, 0) + 1
     wanted = None if alternative.all_devices is not None else alternative.count
     return RequestExplanation(plan.claim.key, alternative.result_name, alternative.device_class.name, wanted,
-                              matched, free, dict(blocked), error)
+                              matched, free, blocked, error)

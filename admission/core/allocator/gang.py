@@ -140,9 +140,7 @@ def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: I
                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit, *,
                 shared: bool) -> GangPlacement:
     root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
-    index = allocator.snapshot.node_fit
-    shape = _group_shape(members, index) if not allocator.gates.extended_resource and \
-        not _interpod_involved(members, nodes if nodes is not None else index.usage) else None
+    shape = gang_shape(allocator, members, nodes)
     seen = known.failures.get(shape) if shape is not None else None
     if seen is not None:
         return _renamed(seen, members)
@@ -156,6 +154,15 @@ def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: I
         if explanation is None or (not explanation.notes and all(r.error is None for r in explanation.requests)):
             known.failures[shape] = (plan, at, tuple(c.key for c in members[at].claims))
     return plan
+
+
+def gang_shape(allocator: Allocator, members: Sequence[GangMember], nodes: NodeUsage | None = None) -> object | None:
+    """What decides where a gang can be placed on `nodes` (default: the snapshot's), names left out: equal for
+    gangs that are placed alike. None where more decides it (inter-pod terms, or DRA-backed extended resources)."""
+    index = allocator.snapshot.node_fit
+    if allocator.gates.extended_resource or _interpod_involved(members, nodes if nodes is not None else index.usage):
+        return None
+    return _group_shape(members, index)
 
 
 def _group_shape(members: Sequence[GangMember], index: NodeFitIndex) -> object:
@@ -194,9 +201,12 @@ def _renamed(seen: tuple[GangPlacement, int, tuple[str, ...]], members: Sequence
 def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
                  usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, root: _State,
                  shared: bool) -> GangPlacement:
-    base = (usage or allocator.usage).copy()
-    for allocation in promised:
-        base.add(allocation, allocator.gates)
+    base = usage or allocator.usage
+    promised = tuple(promised)
+    if promised:  # otherwise the search only reads `base`: each placement extends a copy
+        base = base.copy()
+        for allocation in promised:
+            base.add(allocation, allocator.gates)
     fit_index = allocator.snapshot.node_fit
     search = _Search(allocator, fit_index, allocator.gates.extended_resource)
     node_names = sorted(allocator.snapshot.nodes)

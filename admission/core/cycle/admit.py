@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from heapq import heapify, heappop, heappush
 from operator import attrgetter
 
 from admission.core.allocator import (
     Allocator,
+    GangMember,
     GangPlacement,
     KnownUnfit,
     Usage,
@@ -26,7 +28,8 @@ from admission.core.allocator import (
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import extend, late_members
-from admission.core.cycle.never import ROOM_REASONS, devices_message, never_fits
+from admission.core.cycle.lines import behind_message, lines_of
+from admission.core.cycle.never import ROOM_REASONS, Shapes, devices_message, never_fits
 from admission.core.cycle.nodes import promised_pods, with_pods
 from admission.core.cycle.parking import (
     ParkedWait,
@@ -40,16 +43,17 @@ from admission.core.cycle.parking import (
 )
 from admission.core.cycle.plans import shaped_plan
 from admission.core.cycle.pod_group_claims import unplannable
+from admission.core.cycle.prechecked import Prechecked, context_of, may_keep, still_passed
 from admission.core.cycle.shape import Gang, gang_of
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.cycle.topology import never_in_topology, place_by_topology, topology_level
 from admission.core.cycle.types import Admit, CycleInput, CycleResult, Extend, GroupDecision, Wait, WaitReason
 from admission.core.errors import DraqError
-from admission.core.models import LabelSelector, ObjectRef, Pod, ResourceClaim, TopologyLevel
+from admission.core.models import AllocationResult, LabelSelector, ObjectRef, Pod, ResourceClaim, TopologyLevel
 from admission.core.nodefit import NodeUsage
 from admission.core.quota import (
-    ChargeResult,
+    Amounts,
     ClusterQueue,
     GroupObjects,
     Inventory,
@@ -70,26 +74,27 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     usage = allocator.usage.copy()
     for allocation in cycle.promised:
         usage.add(allocation, cycle.gates)
-    nodes = promised_pods(cycle.groups, cycle.snapshot.node_fit.usage)
+    lines = lines_of(cycle, cycle.parking.lines if cycle.parking is not None else None)
+    nodes = promised_pods(lines.holding, cycle.snapshot.node_fit.usage)
     inventory = charging_inventory(cycle.snapshot, cycle.gates)
     state = cycle.state
     decisions: list[GroupDecision] = []
-    # A group whose record draq cannot trace is told so even when none of its members is gated.
-    candidates = [g for g in cycle.groups if g.pending or g.unsealed]
-    pending, behind = _queue_heads(candidates, cycle)
-    decisions.extend(behind)
-    gangs = {g.key: gang_of(g) for g in pending}
-    early = [_precheck(g, gangs[g.key], cycle) for g in pending]
-    decisions.extend(w for w in early if w is not None)
-    ready = [g for g, w in zip(pending, early, strict=True) if w is None]
+    for line in lines.lines.values():
+        decisions.extend(line.behind)
+    queues = _QueueChecks(cycle)
+    context = context_of(cycle)
+    passed, gangs, ready, early = _prechecked(lines.head, cycle, queues, context)
+    decisions.extend(early)
     # Late members of admitted groups go first: their group already runs.
-    for group in cycle.groups:
-        late = late_members(group) if group.holds_quota else ()  # only an admitted or running group has any
+    extended_any = False
+    for group in lines.holding:
+        late = late_members(group)  # only an admitted or running group has any
         if not late:
             continue
         grown = extend(group, late, state, allocator, usage, nodes, inventory, cycle)
         decisions.append(grown)
         if isinstance(grown, Extend):
+            extended_any = True
             state = state.recharge(group.key, grown.charge)
             for allocation in grown.placement.allocations.values():
                 usage.add(allocation, cycle.gates)
@@ -99,56 +104,114 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     # What did not fit where, shared by the groups of this cycle while no admission changes the usage.
     unfit = _Unfit()
     idle = KnownUnfit()  # the same on the empty cluster, for every group of the cycle (`never_fits`)
+    shapes = Shapes()  # what the gangs of one shape are charged (`never.Shapes`)
     extended = extended_claims(cycle.snapshot.claims.values())
     parking = None
     parked: dict[str, ParkedWait] = {}
     if cycle.parking is not None:
-        waiting = {g.key for g in candidates}
-        parking = advance(cycle.parking, cycle, waiting)
-        parked = {k: p for k, p in parking.parked.items() if k in waiting}
+        parking = advance(cycle.parking, cycle, lines.pending.keys())
+        last = cycle.parking.lines
+        # Parked groups are pending groups of the last cycle: while those are the same, none is gone.
+        parked = dict(parking.parked) if last is not None and last.pending is lines.pending else \
+            {k: p for k, p in parking.parked.items() if k in lines.pending}
     plain = plain_units(cycle) if parking is not None else frozenset()
     sources = (cycle.snapshot.claims, cycle.snapshot.templates)
+    kept_behind = cycle.parking.behind if cycle.parking is not None else {}
+    behind: dict[str, Wait] = {}
+    admitted: dict[str, Iterable[AllocationResult]] = {}
+    strict: dict[str, bool] = {}  # by ClusterQueue (`_strict`)
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
             decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
                                   f"and group {blocked[cluster_queue]} ahead of it does not fit yet",
                                   cluster_queue))
             continue
-        local = cycle.local_queues[f"{group.namespace}/{group.queue}"]
-        if misses.get(local.key, 0) >= cycle.queue_misses:
-            decisions.append(Wait(group.key, WaitReason.BEHIND, _behind_message(local.key, cycle),
-                                  local.cluster_queue))
+        local_key = group.local_key
+        local = cycle.local_queues[local_key]
+        if misses.get(local_key, 0) >= cycle.queue_misses:
+            wait = _behind(group, local, kept_behind, queues)
+            behind[group.key] = wait
+            decisions.append(wait)
             continue
-        gang = gangs[group.key]
-        def objects(pods: Sequence[Pod] = gang.pods) -> tuple[object, ...]:
-            return own_objects(pods, cycle.snapshot.claims, cycle.snapshot.templates)
+        def objects(group: GroupView = group) -> tuple[object, ...]:
+            return own_objects(_gang(group, gangs).pods, cycle.snapshot.claims, cycle.snapshot.templates)
         reused = still_parked(parking, group, local, sources, objects) if parking is not None else None
         decision: Admit | Wait
         if reused is not None:
             decision = reused
         else:
-            decision = _decide(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps,
-                               unfit.at(usage, nodes), extended, idle)
+            decision = _decide(group, _gang(group, gangs), local, allocator, usage, nodes, inventory, state, cycle,
+                               steps, unfit.at(usage, nodes), extended, idle, shapes)
             if parking is not None:
                 _park(parked, parking, group, local, (sources, objects()), decision, state, plain)
         decisions.append(decision)
         if isinstance(decision, Admit):
-            state = state.admit(group.key, cluster_queue, decision.charge, local.key)
+            admitted[group.key] = decision.placement.allocations.values()
+            state = state.admit(group.key, cluster_queue, decision.charge, local_key)
             for allocation in decision.placement.allocations.values():
                 usage.add(allocation, cycle.gates)
-            nodes = with_pods(nodes, gang.pods, decision.placement.nodes)
+            nodes = with_pods(nodes, _gang(group, gangs).pods, decision.placement.nodes)
             unfit.admitted(allocator, usage, decision.placement.nodes.values())
         else:
-            misses[local.key] = misses.get(local.key, 0) + 1
-            if decision.reason is not WaitReason.NEVER_FITS and \
-                    state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO:
+            misses[local_key] = misses.get(local_key, 0) + 1
+            if decision.reason is not WaitReason.NEVER_FITS and _strict(cluster_queue, state, strict):
                 blocked[cluster_queue] = group.key  # a group that never fits would block its queue for good
     after = None
     if parking is not None:
-        admitted = {d.group: d.placement.allocations.values() for d in decisions if isinstance(d, Admit)}
-        after = after_cycle(parking, cycle, parked, state, admitted, any(isinstance(d, Extend) for d in decisions))
-        after = replace(after, behind={w.group: w for w in behind})
+        after = after_cycle(parking, cycle, parked, state, admitted, extended_any)
+        after = replace(after, behind=behind, lines=lines, prechecked=Prechecked(context, passed))
     return CycleResult(tuple(decisions), state, usage, steps.totals(), parking=after)
+
+
+def _strict(cluster_queue: str, state: QueueState, known: dict[str, bool]) -> bool:
+    """Whether the ClusterQueue is StrictFIFO (`known`: the answers so far; specs do not change within a cycle)."""
+    fifo = known.get(cluster_queue)
+    if fifo is None:
+        fifo = known[cluster_queue] = state.queue(cluster_queue).strategy is QueueingStrategy.STRICT_FIFO
+    return fifo
+
+
+def _gang(group: GroupView, gangs: dict[str, Gang]) -> Gang:
+    """The group's gang, made once per cycle, and only for a group that needs it."""
+    gang = gangs.get(group.key)
+    if gang is None:
+        gang = gangs[group.key] = gang_of(group)
+    return gang
+
+
+def _prechecked(head: Sequence[GroupView], cycle: CycleInput, queues: _QueueChecks, context: tuple[object, ...]
+                ) -> tuple[dict[str, GroupView], dict[str, Gang], list[GroupView], list[Wait]]:
+    """The checks before ordering on each group of the LocalQueues' heads, skipped for a group that passed
+    them in the last cycle in the same context (`prechecked`): the groups that passed, the gangs made, the
+    groups ready to be ordered, and the Waits of the others."""
+    kept = still_passed(cycle.parking.prechecked, context) if cycle.parking is not None else {}
+    passed: dict[str, GroupView] = {}
+    gangs: dict[str, Gang] = {}
+    ready: list[GroupView] = []
+    early: list[Wait] = []
+    for group in head:
+        if kept.get(group.key) is group:
+            passed[group.key] = group
+            ready.append(group)
+            continue
+        gang = gangs[group.key] = gang_of(group)
+        wait = _precheck(group, gang, cycle, queues)
+        if wait is not None:
+            early.append(wait)
+            continue
+        ready.append(group)
+        if may_keep(group, gang):
+            passed[group.key] = group
+    return passed, gangs, ready, early
+
+
+def _behind(group: GroupView, local: LocalQueue, kept: Mapping[str, Wait], queues: _QueueChecks) -> Wait:
+    """The `BehindInQueue` Wait of a group of the head past the misses: the last cycle's where it says the same."""
+    message = queues.behind_message(local.key)
+    wait = kept.get(group.key)
+    if wait is None or wait.message != message or wait.cluster_queue != local.cluster_queue:
+        wait = Wait(group.key, WaitReason.BEHIND, message, local.cluster_queue)
+    return wait
 
 
 def _park(parked: dict[str, ParkedWait], parking: Parking, group: GroupView, local: LocalQueue,
@@ -163,42 +226,6 @@ def _park(parked: dict[str, ParkedWait], parking: Parking, group: GroupView, loc
         parked.pop(group.key, None)
     else:
         parked[group.key] = record
-
-
-def _queue_heads(pending: Sequence[GroupView], cycle: CycleInput) -> tuple[list[GroupView], list[Wait]]:
-    """The first `queue_budget` pending groups of each LocalQueue, in its order; the others wait unevaluated
-    (with the Wait the last cycle gave them where it says the same)."""
-    kept = cycle.parking.behind if cycle.parking is not None else {}
-    by_queue: dict[str, list[GroupView]] = {}
-    for group in pending:
-        by_queue.setdefault(f"{group.namespace}/{group.queue}", []).append(group)
-    heads: list[GroupView] = []
-    behind: list[Wait] = []
-    for key, groups in by_queue.items():
-        if len(groups) <= cycle.queue_budget:
-            heads.extend(groups)
-            continue
-        groups.sort(key=_order)
-        heads.extend(groups[:cycle.queue_budget])
-        local = cycle.local_queues.get(key)
-        cluster_queue = local.cluster_queue if local is not None else ""
-        message = _behind_message(key, cycle)
-        for group in groups[cycle.queue_budget:]:
-            wait = kept.get(group.key)
-            if wait is None or wait.message != message or wait.cluster_queue != cluster_queue:
-                wait = Wait(group.key, WaitReason.BEHIND, message, cluster_queue)
-            behind.append(wait)
-    return heads, behind
-
-
-_order = attrgetter("order")
-
-
-def _behind_message(local_queue: str, cycle: CycleInput) -> str:
-    # No count that changes from cycle to cycle, so the group's status is written once.
-    return (f"waits behind groups that come first in LocalQueue {local_queue}: each cycle considers at most "
-            f"{cycle.queue_budget} pending groups of a LocalQueue and stops after {cycle.queue_misses} of them are "
-            "not admitted; this group is considered once those ahead of it are admitted or leave")
 
 
 class _Unfit:
@@ -237,7 +264,37 @@ def _above_cap(group: GroupView, local: LocalQueue, queue: ClusterQueue) -> Wait
 
 
 # ----- before ordering ------------------------------------------------------------------------------
-def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
+class _QueueChecks:
+    """What the checks before ordering find of each LocalQueue, worked out once per cycle (they read nothing of
+    the group but its LocalQueue, and name the group only in the Wait they give): whether the queue is usable
+    (`_unusable_queue`) and whether its ClusterQueue serves the namespace (`_unserved`)."""
+
+    def __init__(self, cycle: CycleInput) -> None:
+        self._cycle = cycle
+        self._usable: dict[str, bool] = {}
+        self._served: dict[str, bool] = {}
+        self._messages: dict[str, str] = {}
+
+    def usable(self, group: GroupView, local: LocalQueue) -> bool:
+        ok = self._usable.get(local.key)
+        if ok is None:
+            ok = self._usable[local.key] = _unusable_queue(group, local, self._cycle) is None
+        return ok
+
+    def served(self, group: GroupView, local: LocalQueue, queue: ClusterQueue) -> bool:
+        ok = self._served.get(local.key)
+        if ok is None:
+            ok = self._served[local.key] = _unserved(group, local, queue, self._cycle) is None
+        return ok
+
+    def behind_message(self, local_queue: str) -> str:
+        message = self._messages.get(local_queue)
+        if message is None:
+            message = self._messages[local_queue] = behind_message(local_queue, self._cycle)
+        return message
+
+
+def _precheck(group: GroupView, gang: Gang, cycle: CycleInput, queues: _QueueChecks) -> Wait | None:
     if group.unsealed:
         return Wait(group.key, WaitReason.UNSEALED, f"{group.unreadable}; the group is not considered and its "
                     "pods stay gated until then")
@@ -246,23 +303,15 @@ def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
                     "cannot be told, so it is not considered until its PodGroup is fixed")
     if group.problem:
         return Wait(group.key, WaitReason.INVALID, group.problem)
-    local = cycle.local_queues.get(f"{group.namespace}/{group.queue}")
-    unusable = _unusable_queue(group, local, cycle)
-    if unusable is not None or local is None:
-        return unusable
+    local = cycle.local_queues.get(group.local_key)
+    if local is None or not queues.usable(group, local):
+        return _unusable_queue(group, local, cycle)
     queue = cycle.state.queues[local.cluster_queue]
     above = _above_cap(group, local, queue)
     if above is not None:
         return above
-    if queue.namespace_selector is None:
-        return Wait(group.key, WaitReason.NO_QUEUE, f"ClusterQueue {local.cluster_queue} has no "
-                    f"spec.namespaceSelector, so it serves no namespace (LocalQueue {group.namespace}/{group.queue} "
-                    "points to it); its administrator sets namespaceSelector to a selector matching the namespace, "
-                    "or {} for every namespace", local.cluster_queue)
-    labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
-    if labels is not None and not queue.serves(labels):
-        return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
-                    f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
+    if not queues.served(group, local, queue):
+        return _unserved(group, local, queue, cycle)
     retry = in_backoff(group, cycle.now) if cycle.now is not None else None
     if retry is not None:
         return Wait(group.key, WaitReason.BACKOFF, f"evicted {group.pod_group.evictions if group.pod_group else 0} "
@@ -277,6 +326,20 @@ def _precheck(group: GroupView, gang: Gang, cycle: CycleInput) -> Wait | None:
     if isinstance(level, Wait):
         return level
     return _incomplete(group, gang, local.cluster_queue)
+
+
+def _unserved(group: GroupView, local: LocalQueue, queue: ClusterQueue, cycle: CycleInput) -> Wait | None:
+    """The ClusterQueue serves no namespace, or not the group's."""
+    if queue.namespace_selector is None:
+        return Wait(group.key, WaitReason.NO_QUEUE, f"ClusterQueue {local.cluster_queue} has no "
+                    f"spec.namespaceSelector, so it serves no namespace (LocalQueue {group.namespace}/{group.queue} "
+                    "points to it); its administrator sets namespaceSelector to a selector matching the namespace, "
+                    "or {} for every namespace", local.cluster_queue)
+    labels = None if cycle.namespace_labels is None else cycle.namespace_labels.get(group.namespace, {})
+    if labels is not None and not queue.serves(labels):
+        return Wait(group.key, WaitReason.NO_QUEUE, f"namespace {group.namespace} is not selected by the "
+                    f"namespaceSelector of ClusterQueue {local.cluster_queue}", local.cluster_queue)
+    return None
 
 
 def _incomplete(group: GroupView, gang: Gang, queue: str) -> Wait | None:
@@ -377,17 +440,27 @@ def _ordered(groups: Sequence[GroupView], cycle: CycleInput) -> list[tuple[Group
     the queue with the lowest weighted dominant share of its cohort (at the start of the cycle) goes first."""
     queues: dict[str, list[GroupView]] = {}
     for group in sorted(groups, key=_order):
-        queues.setdefault(cycle.local_queues[f"{group.namespace}/{group.queue}"].cluster_queue, []).append(group)
-    served = {name: 0 for name in queues}
+        queues.setdefault(cycle.local_queues[group.local_key].cluster_queue, []).append(group)
     shares = {name: dominant_share(cycle.state, name) for name in queues}
+    rank = {share: at for at, share in enumerate(sorted(set(shares.values())))}  # compared as small ints
+    # Each ClusterQueue's turn key; only the queue that took its turn changes its key, so a heap finds the
+    # lowest as a scan of every queue would.
+    turns = [(-members[0].priority, 0, rank[shares[name]], members[0].created, name)
+             for name, members in queues.items()]
+    heapify(turns)
+    taken = dict.fromkeys(queues, 0)
     order: list[tuple[GroupView, str]] = []
-    while queues:
-        name = min(queues, key=lambda q: (-queues[q][0].priority, served[q], shares[q], queues[q][0].created, q))
-        order.append((queues[name].pop(0), name))
-        served[name] += 1
-        if not queues[name]:
-            del queues[name]
+    while turns:
+        _, served, share, _, name = heappop(turns)
+        members, at = queues[name], taken[name]
+        order.append((members[at], name))
+        taken[name] = at = at + 1
+        if at < len(members):
+            heappush(turns, (-members[at].priority, served + 1, share, members[at].created, name))
     return order
+
+
+_order = attrgetter("order")
 
 
 # ----- one group ------------------------------------------------------------------------------------
@@ -395,26 +468,29 @@ def _decide(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocato
             nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer,
             known: KnownUnfit | None = None,
             extended: Mapping[tuple[str, str], ResourceClaim] | None = None,
-            idle: KnownUnfit | None = None) -> Admit | Wait:
-    decision = _try(group, gang, local, allocator, usage, nodes, inventory, state, cycle, steps, known, extended)
+            idle: KnownUnfit | None = None, shapes: Shapes | None = None) -> Admit | Wait:
+    snapshot = cycle.snapshot
+    try:
+        members = members_for(gang.pods, snapshot.claims, snapshot.templates)
+    except DraqError as err:  # a claim or a template a member names does not exist
+        return Wait(group.key, WaitReason.MISSING, f"{err}: create it, or correct the reference (the group waits "
+                    "until then)", local.cluster_queue)
+    decision = _try(group, gang, members, local, allocator, usage, nodes, inventory, state, cycle, steps, known,
+                    extended, shapes)
     if isinstance(decision, Wait) and decision.reason in ROOM_REASONS:
-        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle)
+        never = never_fits(group.key, gang, local.cluster_queue, allocator, inventory, cycle, idle, shapes, members)
         if never is not None:
             return never
     return decision
 
 
-def _try(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, usage: Usage, nodes: NodeUsage,
-         inventory: Inventory, state: QueueState, cycle: CycleInput, steps: StepTimer, known: KnownUnfit | None,
-         extended: Mapping[tuple[str, str], ResourceClaim] | None) -> Admit | Wait:
+def _try(group: GroupView, gang: Gang, members: Sequence[GangMember], local: LocalQueue, allocator: Allocator,
+         usage: Usage, nodes: NodeUsage, inventory: Inventory, state: QueueState, cycle: CycleInput,
+         steps: StepTimer, known: KnownUnfit | None,
+         extended: Mapping[tuple[str, str], ResourceClaim] | None, shapes: Shapes | None = None) -> Admit | Wait:
     queue = local.cluster_queue
     snapshot = cycle.snapshot
     objects = GroupObjects(gang.pods, snapshot.claims, snapshot.templates, extended)
-    try:
-        members = members_for(gang.pods, snapshot.claims, snapshot.templates)
-    except DraqError as err:  # a claim or a template a member names does not exist
-        return Wait(group.key, WaitReason.MISSING, f"{err}: create it, or correct the reference (the group waits "
-                    "until then)", queue)
     level = topology_level(group, queue, cycle)  # a Wait was answered before ordering
     with steps.step(ALLOCATOR):
         if isinstance(level, TopologyLevel):
@@ -428,26 +504,50 @@ def _try(group: GroupView, gang: Gang, local: LocalQueue, allocator: Allocator, 
         # The scheduler would not schedule a member anywhere (a missing DeviceClass, a CEL error):
         # that is the reason to give, whatever the quota says.
         return _unplaced(group, placed, queue)
-    placement = Placement(dict(placed.placements), dict(placed.allocations)) if placed.feasible else None
+    if not placed.feasible:
+        with steps.step(CHARGING):
+            worst = _worst_charge(group.key, gang, members, objects, allocator, inventory, cycle, shapes)
+        if worst is None:
+            return _unplaced(group, placed, queue)
+        fits = state.fits(queue, worst)
+        if not fits.ok:
+            return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, worst), queue)
+        return _unplaced(group, placed, queue)
+    placement = Placement(dict(placed.placements), dict(placed.allocations))
     try:
         with steps.step(CHARGING):
             charged = charge_group(objects, cycle.units, inventory, cycle.matches, placement)
     except Unchargeable as err:
-        if not placed.feasible:
-            return _unplaced(group, placed, queue)
         return Wait(group.key, WaitReason.UNCHARGEABLE, str(err), queue)
     fits = state.fits(queue, charged.total)
     if not fits.ok:
-        return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged), queue)
-    if placement is None:
-        return _unplaced(group, placed, queue)
+        return Wait(group.key, WaitReason.QUOTA, _quota_message(fits.reason, charged.total), queue)
     return Admit(group.key, queue, local.key, charged.total, fits.borrowed,
                  shaped_plan(gang.pods, gang.slots, placed.placements, placed.allocations), placement,
                  tuple(f"{line.source}: {line.amounts.describe()}" for line in charged.lines if line.amounts))
 
 
-def _quota_message(reason: str, charged: ChargeResult) -> str:
-    return f"{reason} (group needs {charged.total.describe() if charged.total else 'nothing'})"
+def _worst_charge(group: str, gang: Gang, members: Sequence[GangMember], objects: GroupObjects, allocator: Allocator,
+                  inventory: Inventory, cycle: CycleInput, shapes: Shapes | None) -> Amounts | None:
+    """What a gang that was not placed is charged (the worst case over the devices it could get), or None when it
+    cannot be charged; worked out once per shape and cycle (`never.Shapes`), unless a member has a claim the
+    scheduler made for its extended resources (looked up by the pod's name)."""
+    made = objects.extended
+    key = shapes.key(group, allocator, members, gang.pods) if shapes is not None and not (
+        made and any((p.namespace, p.name) in made for p in gang.pods)) else None
+    if shapes is not None and key is not None and key in shapes.worst:
+        return shapes.worst[key]
+    try:
+        worst: Amounts | None = charge_group(objects, cycle.units, inventory, cycle.matches, None).total
+    except Unchargeable:
+        worst = None
+    if shapes is not None and key is not None:
+        shapes.worst[key] = worst
+    return worst
+
+
+def _quota_message(reason: str, total: Amounts) -> str:
+    return f"{reason} (group needs {total.describe() if total else 'nothing'})"
 
 
 def _unplaced(group: GroupView, placed: GangPlacement, queue: str) -> Wait:

@@ -47,9 +47,11 @@ class GroupView:
     pending: bool = field(init=False, repr=False, compare=False)
     # Its place among waiting groups: priority first, then creation, then key (`queue_order`).
     order: tuple[int, str, str] = field(init=False, repr=False, compare=False)
+    local_key: str = field(init=False, repr=False, compare=False)  # its LocalQueue's `namespace/name`
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "local_key", f"{self.namespace}/{self.queue}")
         object.__setattr__(self, "holds_quota", self.pod_group is not None and self.pod_group.holds_quota)
         object.__setattr__(self, "pending", self._pending())
         object.__setattr__(self, "order", (-self.priority, self.created, self.key))

@@ -39,6 +39,8 @@ from enum import StrEnum
 
 from admission.core.allocator import Usage
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
+from admission.core.cycle.lines import Lines
+from admission.core.cycle.prechecked import Prechecked
 from admission.core.cycle.types import CycleInput, Wait, WaitReason
 from admission.core.models import AllocationResult, Node, Pod, ResourceClaim, ResourceClaimTemplate
 from admission.core.quota import LocalQueue, QueueState
@@ -119,8 +121,13 @@ class Parking:
     parked: Mapping[str, ParkedWait] = field(default_factory=dict)
     epochs: Epochs = field(default_factory=Epochs)
     last: Baseline | None = None
-    # The last cycle's `BehindInQueue` Waits by group: given again, the same objects, where nothing in them
-    # changed, so that thousands of groups behind their LocalQueue's budget cost a lookup each, not a Wait.
+    # Each LocalQueue's pending groups, head and `BehindInQueue` Waits as the last cycle had them (`lines`):
+    # given again where the LocalQueue's groups did not change, so that thousands of groups behind their
+    # LocalQueue's budget cost nothing.
+    lines: Lines | None = None
+    prechecked: Prechecked | None = None  # the groups that passed the checks before ordering, and in what context
+    # The last cycle's `BehindInQueue` Waits of groups in a head past its LocalQueue's misses, by group: given
+    # again, the same objects, where nothing in them changed.
     behind: Mapping[str, Wait] = field(default_factory=dict)
 
     def fed(self, changes: Changes) -> Parking:
@@ -144,7 +151,7 @@ def advance(parking: Parking, cycle: CycleInput, pending: AbstractSet[str]) -> P
     if last is None:
         return parking
     capacity_changed = (last.shell_capacity != parking.changes.capacity or last.extended
-                        or _promise_freed(last.promised, cycle) or not last.admitted.isdisjoint(pending))
+                        or _promise_freed(last.promised, cycle) or any(key in pending for key in last.admitted))
     freed, queues = _queue_changes(last.state, cycle.state)
     epochs = Epochs(epochs.capacity + capacity_changed, epochs.config + (last.config != _config(cycle)),
                     _bumped(epochs.freed, freed), _bumped(epochs.queues, queues))
@@ -253,7 +260,7 @@ def still_parked(parking: Parking, group: GroupView, local: LocalQueue, sources:
         return None
     if parking.changes.now - parked.since >= parking.safety_seconds:
         return None
-    if (parked.group is not group and parked.group != group) or parked.local != local:
+    if (parked.group is not group and parked.group != group) or (parked.local is not local and parked.local != local):
         return None
     unchanged = parked.sources[0] is sources[0] and parked.sources[1] is sources[1]
     if not unchanged and not _same_objects(parked.objects, objects()):
