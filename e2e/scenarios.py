@@ -335,7 +335,9 @@ def _extended_resources(trial: Trial, rng: random.Random) -> None:
         trial.pod["spec"]["resourceClaims"] = []
         trial.pod["spec"]["containers"][0]["resources"] = {}
     trial.pod["spec"]["containers"][0]["resources"]["limits"] = {resource: str(count)}
-    trial.notes.append(f"{trial.pod['metadata']['name']}: {count} of {resource} (extended resource through DRA)")
+    name = "a class's extendedResourceName" if resource == EXTENDED_RESOURCE else "a class's implicit name"
+    trial.notes.append(f"{trial.pod['metadata']['name']}: {count} of {resource}, an extended resource through DRA "
+                       f"({name})")
 
 
 def _gpu_driver(trial: Trial) -> str:

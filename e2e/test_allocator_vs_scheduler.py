@@ -63,6 +63,15 @@ def extended_claim(trial: scenarios.Trial, classes: list[DeviceClass]) -> Resour
                          spec=ClaimSpec(tuple(request for _, request in requests)))
 
 
+def _shape(note: str) -> str:
+    """A trial's note without its names and counts, for the tally of shapes."""
+    if "missing DeviceClass" in note:
+        return "a missing DeviceClass"
+    if "extended resource through DRA" in note:
+        return "an extended resource through DRA " + note.rsplit(" (", 1)[1].rstrip(")").join("()")
+    return note.split(": ", 1)[1]
+
+
 def agrees(outcome: Outcome, verdict: trials.Verdict) -> bool:
     if outcome.gave_up:
         return True  # the scheduler's own filter timeout may answer either way
@@ -95,8 +104,7 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
             verdict = verdicts[trial.pod["metadata"]["name"]]
             outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
             tally[verdict.outcome] = tally.get(verdict.outcome, 0) + 1
-            for note in {"a missing DeviceClass" if "missing DeviceClass" in n else n.split(": ", 1)[1]
-                         for n in trial.notes}:
+            for note in {_shape(n) for n in trial.notes}:
                 shapes[note] = shapes.get(note, 0) + 1
             if verdict.outcome == "pending":
                 unanswered.append(f"seed {SEED} trial {trial.index}: {verdict.message}")
