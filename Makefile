@@ -57,7 +57,8 @@ e2e-alpha: setup
 	$(BIN)/python -m admission.localcluster.build --kubernetes-version 1.35
 	DRAQ_KUBERNETES_VERSION=1.35 DRAQ_ALPHA_DRA=1 DRAQ_ALPHA_GANGS=1 DRAQ_GANG_TRIALS=5 $(BIN)/pytest \
 		e2e/test_allocator_vs_scheduler.py e2e/test_gaps.py \
-		e2e/test_gang_differential.py::test_with_native_gangs_too e2e/test_native_gang_apis.py
+		e2e/test_gang_differential.py::test_with_native_gangs_too e2e/test_native_gang_apis.py \
+		e2e/test_closed_loop.py::test_native_gang_members_get_their_workload_and_bind
 
 # The allocator-vs-scheduler differential on the older supported releases with their default gates
 # (`make test` runs it on the default, v1.37.2; 1.36 has partitions, device taints and consumable capacity
