@@ -87,14 +87,38 @@ def is_built(paths: BuildPaths) -> bool:
     return all(os.access(paths.binary(c), os.X_OK) for c in COMMANDS)
 
 
-def _go() -> str:
+# The Go release each Kubernetes minor's go.mod asks for (the build runs with GOTOOLCHAIN=local).
+GO_FLOOR = {34: (1, 24), 35: (1, 25), 36: (1, 26), 37: (1, 26)}
+
+
+def _go(version: str | None = None) -> str:
+    """`go` on PATH, checked against what Kubernetes `version`'s go.mod asks for (else against 1.24)."""
     go = shutil.which("go")
+    wanted = go_floor(version) if version else (1, 24)
+    floor = "{}.{}".format(*wanted)
     if not go:
         raise BuildError(
             "the Go toolchain was not found on PATH: the control plane is built from the Go module "
-            "proxy with `go`; install Go >= 1.24 (e.g. `apt-get install golang`) and try again"
+            f"proxy with `go`; install Go >= {floor} (e.g. from go.dev/dl) and try again"
         )
+    found = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True).stdout.strip()
+    if _go_release(found) < wanted:
+        needs = f"Kubernetes {version}" if version else "this build"
+        raise BuildError(f"{needs} needs Go >= {floor} (its go.mod says so) but `go` on PATH is "
+                         f"{found or 'of an unknown version'}; install a newer Go or pick an older release "
+                         "with --kubernetes-version")
     return go
+
+
+def go_floor(version: str) -> tuple[int, int]:
+    minor = int(version.lstrip("v").split(".")[1])
+    return GO_FLOOR.get(minor, GO_FLOOR[max(GO_FLOOR)] if minor > max(GO_FLOOR) else GO_FLOOR[min(GO_FLOOR)])
+
+
+def _go_release(text: str) -> tuple[int, int]:
+    """`go1.26.1` -> (1, 26); anything unparsable -> (0, 0)."""
+    found = re.match(r"go(\d+)\.(\d+)", text)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
 
 
 def _run_logged(cmd: list[str], cwd: Path, log: Path, what: str, env: dict[str, str]) -> None:
@@ -165,8 +189,8 @@ def build(version: str | None = None, force: bool = False) -> BuildPaths:
     paths = paths_for(version)
     if is_built(paths) and not force:
         return paths
-    go = _go()
     v = paths.version
+    go = _go(v)
     paths.work_dir.mkdir(parents=True, exist_ok=True)
     paths.log_dir.mkdir(parents=True, exist_ok=True)
     paths.bin_dir.mkdir(parents=True, exist_ok=True)

@@ -81,3 +81,15 @@ def test_the_build_commands_share_one_main(capsys: pytest.CaptureFixture[str]) -
 def test_the_current_releases_resolve_to_their_pinned_patch_releases() -> None:
     assert build.resolve_version("1.37") == "v1.37.2"
     assert build.resolve_version("v1.36") == "v1.36.3"
+
+
+def test_a_go_older_than_the_release_asks_for_is_named_before_any_download(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = tmp_path / "go"
+    fake.write_text("#!/bin/sh\necho go1.25.4\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("DRAQ_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(build.BuildError, match=r"Kubernetes v1\.37\.2 needs Go >= 1\.26 .* is go1\.25\.4"):
+        build.build("1.37")
+    assert build.go_floor("v1.35.8") == (1, 25) and build.go_floor("v1.40.0") == (1, 26)
