@@ -254,6 +254,25 @@ class Allocator:
         return not (first.admin or first.all_devices is not None or first.request != first.result_name
                     or first.selection.count < 1)
 
+    def known_wants(self, claims: Sequence[ResourceClaim]) -> tuple[int, ...] | None:
+        """The devices each request alternative of the unallocated `claims` asks for, in the order an
+        explanation lists them, when that is known before any node (every such claim passed the request
+        checks on an earlier node) and each asks for counted devices without admin access; else None."""
+        memo = self._claims
+        wants: list[int] = []
+        for claim in claims:
+            if claim.allocation is not None:
+                continue
+            known = memo.get(id(claim))
+            if known is None or known[0] is not claim:
+                return None
+            for alternatives in known[2]:
+                for alternative in alternatives:
+                    if alternative.admin or alternative.all_devices is not None:
+                        return None
+                    wants.append(alternative.selection.count)
+        return tuple(wants)
+
     def full_nodes(self, usage: Usage, names: Iterable[str] | None = None) -> set[str]:
         """The nodes (of `names`, default all) that have devices, all in use, and only valid pools."""
         found = set()
