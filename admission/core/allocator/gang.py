@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from admission.core.allocator.api import Allocator, Outcome, Status
@@ -84,6 +84,9 @@ class _State:
     unfit: set[tuple[str, str]] = field(default_factory=set)
     # Nodes whose devices are all in use in `usage` (None: not worked out yet).
     full: frozenset[str] | None = None
+    # (shape, candidates' key) -> how many of those candidates, from the first, are in `unfit` for the shape:
+    # a member of that shape starts after them instead of walking past each (full nodes first, say).
+    starts: dict[tuple[str, object], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,7 @@ class _Candidates:
 
     nodes: list[str]
     rejected: Mapping[str, str]  # node -> reason
+    key: object  # what decides the candidates in one snapshot
     # Nodes that pass the static filters but where bound pods' required anti-affinity keeps the member out
     # (InterPodAffinity, which the scheduler runs after NodeResourcesFit: a node failing both is counted
     # for its resources).
@@ -132,14 +136,21 @@ class KnownUnfit:
 
     pairs: set[tuple[str, str]] = field(default_factory=set)
     full: frozenset[str] | None = None
+    # How many candidates, from the first, are in `pairs` (`_State.starts`); kept with `pairs`.
+    starts: dict[tuple[str, object], int] = field(default_factory=dict)
     # Groups of one shape that failed (no allocation error): the answer, and the failed member's claims.
     failures: dict[object, tuple[GangPlacement, int, tuple[str, ...]]] = field(default_factory=dict)
+
+    def after_admission(self, full: frozenset[str] | None) -> KnownUnfit:
+        """What stays known once an admission added to the device and node usage: what did not fit still does
+        not (more in use fits no more), but failures are explained anew. `full`: the nodes now full."""
+        return KnownUnfit(self.pairs, full, self.starts)
 
 
 def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit, *,
                 shared: bool) -> GangPlacement:
-    root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
+    root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full, known.starts)
     shape = gang_shape(allocator, members, nodes)
     seen = known.failures.get(shape) if shape is not None else None
     if seen is not None:
@@ -224,7 +235,7 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
     while len(states) <= len(members):
         index = len(states) - 1
         member, state = members[index], states[-1]
-        placed = _place_one(search, member, state, candidates_of[index].nodes, cursors[index])
+        placed = _place_one(search, member, state, candidates_of[index], cursors[index])
         if isinstance(placed, tuple):
             next_state, cursor = placed
             cursors[index] = cursor + 1
@@ -375,7 +386,7 @@ def _candidates(search: _Search, member: GangMember, node_names: list[str],
         rejected = {n: NODE_NAME_MISMATCH for n in node_names if n not in allowed}
         rejected.update((n, reason) for n, reason in filtered.items() if n in allowed)
         passing = tuple(n for n in passing if n in allowed)
-    found = _Candidates([n for n in passing if n not in kept_out], rejected,
+    found = _Candidates([n for n in passing if n not in kept_out], rejected, key,
                         tuple(n for n in passing if n in kept_out))
     static[key] = found
     return found
@@ -423,7 +434,7 @@ def _extended_claim(search: _Search, fit: PodFit, resources: tuple[str, ...]) ->
     return found
 
 
-def _place_one(search: _Search, member: GangMember, state: _State, candidates: list[str],
+def _place_one(search: _Search, member: GangMember, state: _State, candidates: _Candidates,
                start: int) -> tuple[_State, int] | Outcome | None:
     """The first node from `start` on where the member fits, with the new state; else the last failure."""
     allocator = search.allocator
@@ -436,45 +447,65 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
     asked = search.dra_extended  # whether `full` is settled (asked once the claims were checked)
     # What it rejects is not added to `unfit`: more pods placed may meet a pod affinity term.
     interpod = search.index.interpod_check(member.fit, state.nodes) if member.fit is not None else None
-    for position in range(start, len(candidates)):
-        node = candidates[position]
-        if (shape, node) in state.unfit:
-            continue
-        if not asked and last is not None:
-            asked = True
-            if allocator.fails_on_full_nodes(claims):
-                if state.full is None:
-                    state.full = frozenset(allocator.full_nodes(state.usage, search.full_among))
-                full = state.full
-        if node in full:
-            state.unfit.add((shape, node))
-            continue
-        reasons, extended = _node_check(search, member, node, state.nodes)
-        if reasons:
-            state.unfit.add((shape, node))
-            continue
-        if interpod is not None and interpod(node) is not None:
-            continue
-        outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
-        if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
-            state.unfit.add((shape, node))
-        if outcome.allocatable:
-            usage = state.usage.copy()
-            allocations = dict(state.allocations)
-            for key, allocation in outcome.allocations.items():
-                usage.add(allocation, allocator.gates)
-                allocations[key] = allocation
-            placements = {**state.placements, member.key: node}
-            nodes = state.nodes if member.fit is None else \
-                state.nodes.plus(node, member.fit.requests, member.fit.placed_on(node))
-            child_full = state.full
-            if child_full is not None and node not in child_full and allocator.full_nodes(usage, (node,)):
-                child_full = child_full | {node}
-            return _State(usage, allocations, placements, nodes, set(state.unfit), child_full), position
-        last = outcome
-        if outcome.status is Status.ERROR:
-            return outcome  # a hard error fails on every node alike
+    nodes, unfit = candidates.nodes, state.unfit
+    # The candidates before `first` are all in `unfit` for the shape: nothing to do there.
+    start_key = (shape, candidates.key)
+    first = state.starts.get(start_key, 0)
+    for position in range(max(start, first), len(nodes)):
+        node = nodes[position]
+        if (shape, node) not in unfit:
+            if not asked and last is not None:
+                asked = True
+                if allocator.fails_on_full_nodes(claims):
+                    if state.full is None:
+                        state.full = frozenset(allocator.full_nodes(state.usage, search.full_among))
+                    full = state.full
+            if node in full:
+                unfit.add((shape, node))
+            else:
+                placed = _try_node(search, member, state, claims, shape, node, interpod)
+                if isinstance(placed, _State):
+                    state.starts[start_key] = first
+                    return placed, position
+                if placed is not None:
+                    last = placed
+                    if placed.status is Status.ERROR:  # a hard error fails on every node alike
+                        state.starts[start_key] = first
+                        return placed
+        if first == position and (shape, node) in unfit:
+            first = position + 1
+    state.starts[start_key] = first
     return last
+
+
+def _try_node(search: _Search, member: GangMember, state: _State, claims: list[ResourceClaim], shape: str,
+              node: str, interpod: Callable[[str], str | None] | None) -> _State | Outcome | None:
+    """The state with the member placed on the node; else the allocator's failure there, or None where the
+    node filters keep the member out."""
+    allocator = search.allocator
+    reasons, extended = _node_check(search, member, node, state.nodes)
+    if reasons:
+        state.unfit.add((shape, node))
+        return None
+    if interpod is not None and interpod(node) is not None:
+        return None
+    outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
+    if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
+        state.unfit.add((shape, node))
+    if not outcome.allocatable:
+        return outcome
+    usage = state.usage.copy()
+    allocations = dict(state.allocations)
+    for key, allocation in outcome.allocations.items():
+        usage.add(allocation, allocator.gates)
+        allocations[key] = allocation
+    placements = {**state.placements, member.key: node}
+    nodes = state.nodes if member.fit is None else \
+        state.nodes.plus(node, member.fit.requests, member.fit.placed_on(node))
+    child_full = state.full
+    if child_full is not None and node not in child_full and allocator.full_nodes(usage, (node,)):
+        child_full = child_full | {node}
+    return _State(usage, allocations, placements, nodes, set(state.unfit), child_full, dict(state.starts))
 
 
 def _shape(claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
