@@ -235,7 +235,8 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
     while len(states) <= len(members):
         index = len(states) - 1
         member, state = members[index], states[-1]
-        placed = _place_one(search, member, state, candidates_of[index], cursors[index])
+        placed = _place_one(search, member, state, candidates_of[index], cursors[index],
+                            last_member=index == len(members) - 1)
         if isinstance(placed, tuple):
             next_state, cursor = placed
             cursors[index] = cursor + 1
@@ -435,8 +436,9 @@ def _extended_claim(search: _Search, fit: PodFit, resources: tuple[str, ...]) ->
 
 
 def _place_one(search: _Search, member: GangMember, state: _State, candidates: _Candidates,
-               start: int) -> tuple[_State, int] | Outcome | None:
-    """The first node from `start` on where the member fits, with the new state; else the last failure."""
+               start: int, *, last_member: bool) -> tuple[_State, int] | Outcome | None:
+    """The first node from `start` on where the member fits, with the new state; else the last failure.
+    After the last member only the placements and allocations are read: its state's usage is not extended."""
     allocator = search.allocator
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
     shape = _shape(claims, member.fit)
@@ -463,7 +465,7 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: _
             if node in full:
                 unfit.add((shape, node))
             else:
-                placed = _try_node(search, member, state, claims, shape, node, interpod)
+                placed = _try_node(search, member, state, claims, shape, node, interpod, last_member)
                 if isinstance(placed, _State):
                     state.starts[start_key] = first
                     return placed, position
@@ -479,7 +481,7 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: _
 
 
 def _try_node(search: _Search, member: GangMember, state: _State, claims: list[ResourceClaim], shape: str,
-              node: str, interpod: Callable[[str], str | None] | None) -> _State | Outcome | None:
+              node: str, interpod: Callable[[str], str | None] | None, last_member: bool) -> _State | Outcome | None:
     """The state with the member placed on the node; else the allocator's failure there, or None where the
     node filters keep the member out."""
     allocator = search.allocator
@@ -494,12 +496,13 @@ def _try_node(search: _Search, member: GangMember, state: _State, claims: list[R
         state.unfit.add((shape, node))
     if not outcome.allocatable:
         return outcome
-    usage = state.usage.copy()
-    allocations = dict(state.allocations)
-    for key, allocation in outcome.allocations.items():
-        usage.add(allocation, allocator.gates)
-        allocations[key] = allocation
+    allocations = {**state.allocations, **outcome.allocations}
     placements = {**state.placements, member.key: node}
+    if last_member:
+        return _State(state.usage, allocations, placements, state.nodes, state.unfit, state.full, state.starts)
+    usage = state.usage.copy()
+    for allocation in outcome.allocations.values():
+        usage.add(allocation, allocator.gates)
     nodes = state.nodes if member.fit is None else \
         state.nodes.plus(node, member.fit.requests, member.fit.placed_on(node))
     child_full = state.full
