@@ -180,6 +180,17 @@ class Allocator:
         self._results: ResultMemo = {}
         # Explanations by node, claims' shape and the node's usage (`explain_best`): with the claim keys they name.
         self.explained: dict[tuple[str, str, tuple[object, ...]], tuple[Any, tuple[str, ...]]] = {}
+        self._described: dict[int, tuple[object, str]] = {}  # id -> (the object, its repr)
+
+    def described(self, value: object) -> str:
+        """`repr(value)` of an immutable model object (a claim's spec, an allocation), worked out once per
+        object: a gang search names the shape of every member it places by them."""
+        known = self._described.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        text = repr(value)
+        self._described[id(value)] = (value, text)
+        return text
 
     def view(self, node: Node | str) -> NodeView:
         found = self.snapshot.node(node) if isinstance(node, str) else node

@@ -173,13 +173,13 @@ def gang_shape(allocator: Allocator, members: Sequence[GangMember], nodes: NodeU
     index = allocator.snapshot.node_fit
     if allocator.gates.extended_resource or _interpod_involved(members, nodes if nodes is not None else index.usage):
         return None
-    return _group_shape(members, index)
+    return _group_shape(allocator, members, index)
 
 
-def _group_shape(members: Sequence[GangMember], index: NodeFitIndex) -> object:
+def _group_shape(allocator: Allocator, members: Sequence[GangMember], index: NodeFitIndex) -> object:
     """What decides where a group can be placed, names left out: per member, its claims and requests, the
     nodes it may use, what the node filters read of it and the nodes bound pods' anti-affinity keeps it off."""
-    return tuple((_shape(m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None,
+    return tuple((_shape(allocator, m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None,
                   index.anti_affinity_rejected(m.fit) if m.fit is not None else None)
                  for m in members)
 
@@ -441,7 +441,7 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: _
     After the last member only the placements and allocations are read: its state's usage is not extended."""
     allocator = search.allocator
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
-    shape = _shape(claims, member.fit)
+    shape = _shape(allocator, claims, member.fit)
     last: Outcome | None = None
     # Nodes with every device in use are passed over where the allocator would answer "does not fit"
     # there before looking at any device (it says when: `fails_on_full_nodes`).
@@ -511,9 +511,15 @@ def _try_node(search: _Search, member: GangMember, state: _State, claims: list[R
     return _State(usage, allocations, placements, nodes, set(state.unfit), child_full, dict(state.starts))
 
 
-def _shape(claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
-    requests = fit.ordered if fit is not None else None
-    return repr(([(c.spec, c.key if c.allocation is not None else None, c.allocation) for c in claims], requests))
+def _shape(allocator: Allocator, claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
+    """What a member asks of a node: its claims' specs, allocated claims by key and allocation, and its
+    requests (NUL never occurs in a repr, so the parts cannot run into each other)."""
+    parts = [repr(fit.ordered) if fit is not None else ""]
+    for claim in claims:
+        allocation = claim.allocation
+        parts.append(allocator.described(claim.spec))
+        parts.append("" if allocation is None else f"{claim.key}\0{allocator.described(allocation)}")
+    return "\0".join(parts)
 
 
 def _with_known_allocation(claim: ResourceClaim, allocations: Mapping[str, AllocationResult]) -> ResourceClaim:
