@@ -181,6 +181,13 @@ class Allocator:
         # Explanations by node, claims' shape and the node's usage (`explain_best`): with the claim keys they name.
         self.explained: dict[tuple[str, str, tuple[object, ...]], tuple[Any, tuple[str, ...]]] = {}
         self._described: dict[int, tuple[object, str]] = {}  # id -> (the object, its repr)
+        # A gang member's candidate nodes by what decides them (`gang._candidates`), for every gang placed.
+        self.gang_candidates: dict[object, Any] = {}
+
+    @cached_property
+    def node_names(self) -> list[str]:
+        """The snapshot's nodes by name, the order in which a gang's members try them."""
+        return sorted(self.snapshot.nodes)
 
     def described(self, value: object) -> str:
         """`repr(value)` of an immutable model object (a claim's spec, an allocation), worked out once per

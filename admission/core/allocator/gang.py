@@ -220,13 +220,12 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
             base.add(allocation, allocator.gates)
     fit_index = allocator.snapshot.node_fit
     search = _Search(allocator, fit_index, allocator.gates.extended_resource)
-    node_names = sorted(allocator.snapshot.nodes)
+    node_names = allocator.node_names
     root.usage, root.nodes = base, nodes if nodes is not None else fit_index.usage
     states = [root]
     cursors = [0]
     backtracks = 0
-    static: dict[object, _Candidates] = {}
-    candidates_of = [_candidates(search, m, node_names, static) for m in members]
+    candidates_of = [_candidates(search, m, node_names, allocator.gang_candidates) for m in members]
     if not shared:  # only this gang reads which nodes are full: those it may use are enough
         search = dataclasses.replace(search, full_among=frozenset(n for c in candidates_of for n in c.nodes))
     last_failure: Outcome | None = None
@@ -369,7 +368,7 @@ def _distinct_orders(shapes: Sequence[str], limit: int) -> list[tuple[int, ...]]
 def _candidates(search: _Search, member: GangMember, node_names: list[str],
                 static: dict[object, _Candidates]) -> _Candidates:
     """The nodes the member may use by its node name, cordons, taints, selector and affinity, in name order
-    (the filters are answered once per kind of pod and snapshot)."""
+    (answered once per kind of pod and allocator: `static` is the allocator's `gang_candidates`)."""
     kept_out = search.index.anti_affinity_rejected(member.fit) if member.fit is not None else frozenset()
     key = (member.nodes, member.fit.placement_key if member.fit is not None else None, kept_out)
     found = static.get(key)
