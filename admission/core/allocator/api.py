@@ -183,6 +183,16 @@ class Allocator:
         self._described: dict[int, tuple[object, str]] = {}  # id -> (the object, its repr)
         # A gang member's candidate nodes by what decides them (`gang._candidates`), for every gang placed.
         self.gang_candidates: dict[object, Any] = {}
+        self._device_ids: dict[str, tuple[str, ...]] = {}
+
+    def device_ids(self, node: Node | str) -> tuple[str, ...]:
+        """The ids of the devices in the node's view (kept per node name for this allocator's snapshot)."""
+        if not isinstance(node, str):
+            return tuple(d.id for d in self.view(node).devices)
+        found = self._device_ids.get(node)
+        if found is None:
+            found = self._device_ids[node] = tuple(d.id for d in self.view(node).devices)
+        return found
 
     @cached_property
     def node_names(self) -> list[str]:

@@ -129,22 +129,22 @@ def _best_bounded(allocator: Allocator, nodes: Iterable[Node | str], claims: Seq
     device, and no request has admin access: an allocated device is in use for every request), so a node's
     score is at most `-sum(max(0, wanted - out of use))`; the first node of the highest score is the same."""
     best: Explanation | None = None
+    best_score = 0
     wants: tuple[int, ...] | None = None
-    is_allocated = usage.is_allocated
+    in_use = usage.exclusive  # every device in use: `usage` holds no shared one
     for node in nodes:
         if wants is not None and best is not None:
-            out_of_use = 0
-            for device in allocator.view(node).devices:
-                if not is_allocated(device.id):
-                    out_of_use += 1
-            if -sum(max(0, (wanted or 1) - out_of_use) for wanted in wants) <= best.score:
+            devices = allocator.device_ids(node)
+            out_of_use = len(devices) - len(in_use.intersection(devices))
+            if -sum(max(0, (wanted or 1) - out_of_use) for wanted in wants) <= best_score:
                 continue
         current = explained(node)
         if wants is None:
             wants = allocator.known_wants(claims)
-        if best is None or current.score > best.score:
-            best = current
-            if best.score == 0:
+        score = current.score
+        if best is None or score > best_score:
+            best, best_score = current, score
+            if score == 0:
                 break  # nothing comes closer
     return best
 
