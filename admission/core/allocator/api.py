@@ -184,6 +184,8 @@ class Allocator:
         # A gang member's candidate nodes by what decides them (`gang._candidates`), for every gang placed.
         self.gang_candidates: dict[object, Any] = {}
         self._device_ids: dict[str, tuple[str, ...]] = {}
+        # (node, a pod's requests) -> (the node's use, what it lacks for them): `gang._resource_reasons`.
+        self.node_reasons: dict[tuple[str, object], tuple[object, tuple[str, ...]]] = {}
 
     def device_ids(self, node: Node | str) -> tuple[str, ...]:
         """The ids of the devices in the node's view (kept per node name for this allocator's snapshot)."""

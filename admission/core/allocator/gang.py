@@ -30,6 +30,7 @@ from admission.core.nodefit import (
     EXISTING_ANTI_AFFINITY,
     NODE_NAME_MISMATCH,
     UNSCHEDULABLE,
+    NodeFacts,
     NodeFitIndex,
     NodeUsage,
     PodFit,
@@ -393,21 +394,36 @@ def _candidates(search: _Search, member: GangMember, node_names: list[str],
 
 
 def _node_check(search: _Search, member: GangMember, node: str,
-                usage: NodeUsage) -> tuple[list[str], ResourceClaim | None]:
+                usage: NodeUsage) -> tuple[tuple[str, ...], ResourceClaim | None]:
     """Why the member does not fit the node next to what is on it now (resources; empty: it fits), and the
     claim for the extended resources this node would serve from DRA devices (DRAExtendedResource)."""
     fit = member.fit
     if fit is None:
-        return [], None
+        return (), None
     facts = search.index.nodes[node]
     delegated = search.index.dra_served(fit, facts) if search.dra_extended else ()
-    reasons = resource_reasons(fit, facts, usage.on(node), delegated)
+    used = usage.on(node)
     if not delegated:
-        return reasons, None
+        return _resource_reasons(search.allocator.node_reasons, fit, facts, node, used), None
+    reasons = tuple(resource_reasons(fit, facts, used, delegated))
     extended = _extended_claim(search, fit, delegated)
     if isinstance(extended, str):
-        return [*reasons, extended], None
+        return (*reasons, extended), None
     return reasons, extended
+
+
+def _resource_reasons(memo: dict[tuple[str, object], tuple[object, tuple[str, ...]]], fit: PodFit,
+                      facts: NodeFacts, node: str, used: Mapping[str, int]) -> tuple[str, ...]:
+    """`resource_reasons` without DRA-served resources, kept per node and requests while the node's use is
+    the same mapping (`NodeUsage` hands on an unchanged node's mapping as it is): the groups that fail in
+    one cycle are tallied again only on the nodes that changed."""
+    key = (node, fit.ordered)
+    known = memo.get(key)
+    if known is not None and known[0] is used:
+        return known[1]
+    reasons = tuple(resource_reasons(fit, facts, used))
+    memo[key] = (used, reasons)
+    return reasons
 
 
 def _extended_claim(search: _Search, fit: PodFit, resources: tuple[str, ...]) -> ResourceClaim | str:
@@ -541,7 +557,7 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
         tally.update(reasons or [interpod.get(node, EXISTING_ANTI_AFFINITY)])
     for node in candidates.nodes:
         reasons, node_extended = _node_check(search, member, node, state.nodes)
-        reasons = reasons or [r for r in [interpod.get(node)] if r is not None]
+        reasons = reasons or tuple(r for r in [interpod.get(node)] if r is not None)
         tally.update(reasons)
         if not reasons:
             device_nodes.append(node)

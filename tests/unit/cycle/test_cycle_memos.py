@@ -3,7 +3,8 @@ LocalQueue's head and BehindInQueue Waits and the groups that passed the checks 
 one cycle to the next in `Parking`), the charges of a shape (its worst case, and on the empty cluster for
 the NeverAdmissible check), the nodes' explanations kept by the allocator, the nodes not explained because they
 cannot come closer than the best so far, and what did not fit carried over an admission (the (shape, node) pairs
-and how many candidates from the first a gang search may skip)."""
+and how many candidates from the first a gang search may skip), and what a node lacks for a pod's requests
+kept while the node's use is unchanged."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 from admission.core.allocator import Allocator, Explanation, KnownUnfit, Usage, explain
 from admission.core.cycle import Changes, CycleInput, GroupView, Parking, run_cycle
 from admission.core.models import Node, ResourceClaim
+from admission.core.nodefit import resource_reasons
 from tests.unit.cycle.cycle_builders import cycle_input
 from tests.unit.cycle.test_parking import QUEUES, World, _queues, _random_group, _step
 
@@ -81,6 +83,8 @@ def _without_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         patched.setattr(Allocator, "known_wants", lambda *_: None)  # every candidate node explained
         patched.setattr(KnownUnfit, "after_admission", lambda _, full: KnownUnfit(full=full))
         patched.setattr(gang, "_State", Unremembering)
+        patched.setattr(gang, "_resource_reasons",
+                        lambda _memo, fit, facts, _node, used: tuple(resource_reasons(fit, facts, used)))
         yield
 
 
