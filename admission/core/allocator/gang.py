@@ -557,11 +557,14 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
         tally.update(reasons or [interpod.get(node, EXISTING_ANTI_AFFINITY)])
     for node in candidates.nodes:
         reasons, node_extended = _node_check(search, member, node, state.nodes)
-        reasons = reasons or tuple(r for r in [interpod.get(node)] if r is not None)
-        tally.update(reasons)
         if not reasons:
-            device_nodes.append(node)
-            extended = extended or node_extended
+            kept_out = interpod.get(node)
+            if kept_out is None:
+                device_nodes.append(node)
+                extended = extended or node_extended
+                continue
+            reasons = (kept_out,)
+        tally.update(reasons)
     # A node whose devices are all in use comes no closer than any other node, so when some nodes have
     # a free device, the best node is one of them.
     with_free = [n for n in device_nodes if n not in state.full] if state.full is not None else device_nodes
