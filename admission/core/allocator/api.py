@@ -180,6 +180,36 @@ class Allocator:
         self._results: ResultMemo = {}
         # Explanations by node, claims' shape and the node's usage (`explain_best`): with the claim keys they name.
         self.explained: dict[tuple[str, str, tuple[object, ...]], tuple[Any, tuple[str, ...]]] = {}
+        self._described: dict[int, tuple[object, str]] = {}  # id -> (the object, its repr)
+        # A gang member's candidate nodes by what decides them (`gang._candidates`), for every gang placed.
+        self.gang_candidates: dict[object, Any] = {}
+        self._device_ids: dict[str, tuple[str, ...]] = {}
+        # (node, a pod's requests) -> (the node's use, what it lacks for them): `gang._resource_reasons`.
+        self.node_reasons: dict[tuple[str, object], tuple[object, tuple[str, ...]]] = {}
+
+    def device_ids(self, node: Node | str) -> tuple[str, ...]:
+        """The ids of the devices in the node's view (kept per node name for this allocator's snapshot)."""
+        if not isinstance(node, str):
+            return tuple(d.id for d in self.view(node).devices)
+        found = self._device_ids.get(node)
+        if found is None:
+            found = self._device_ids[node] = tuple(d.id for d in self.view(node).devices)
+        return found
+
+    @cached_property
+    def node_names(self) -> list[str]:
+        """The snapshot's nodes by name, the order in which a gang's members try them."""
+        return sorted(self.snapshot.nodes)
+
+    def described(self, value: object) -> str:
+        """`repr(value)` of an immutable model object (a claim's spec, an allocation), worked out once per
+        object: a gang search names the shape of every member it places by them."""
+        known = self._described.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        text = repr(value)
+        self._described[id(value)] = (value, text)
+        return text
 
     def view(self, node: Node | str) -> NodeView:
         found = self.snapshot.node(node) if isinstance(node, str) else node
@@ -253,6 +283,25 @@ class Allocator:
         first = alternatives[0][0]
         return not (first.admin or first.all_devices is not None or first.request != first.result_name
                     or first.selection.count < 1)
+
+    def known_wants(self, claims: Sequence[ResourceClaim]) -> tuple[int, ...] | None:
+        """The devices each request alternative of the unallocated `claims` asks for, in the order an
+        explanation lists them, when that is known before any node (every such claim passed the request
+        checks on an earlier node) and each asks for counted devices without admin access; else None."""
+        memo = self._claims
+        wants: list[int] = []
+        for claim in claims:
+            if claim.allocation is not None:
+                continue
+            known = memo.get(id(claim))
+            if known is None or known[0] is not claim:
+                return None
+            for alternatives in known[2]:
+                for alternative in alternatives:
+                    if alternative.admin or alternative.all_devices is not None:
+                        return None
+                    wants.append(alternative.selection.count)
+        return tuple(wants)
 
     def full_nodes(self, usage: Usage, names: Iterable[str] | None = None) -> set[str]:
         """The nodes (of `names`, default all) that have devices, all in use, and only valid pools."""

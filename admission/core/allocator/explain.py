@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from admission.core.allocator.api import Allocator
@@ -101,7 +101,7 @@ def explain_best(allocator: Allocator, nodes: Iterable[Node | str], claims: Sequ
         named[id(found)] = names
         return found
 
-    best = _best(kept(node) for node in nodes)
+    best = _best_bounded(allocator, nodes, claims, in_use, kept)
     if best is None:
         return None
     if named[id(best)] == keys:
@@ -117,6 +117,34 @@ def _best(explanations: Iterable[Explanation]) -> Explanation | None:
         if best is None or current.score > best.score:
             best = current
             if best.score == 0:
+                break  # nothing comes closer
+    return best
+
+
+def _best_bounded(allocator: Allocator, nodes: Iterable[Node | str], claims: Sequence[ResourceClaim],
+                  usage: Usage, explained: Callable[[Node | str], Explanation]) -> Explanation | None:
+    """`_best`, explaining only the nodes that could come closer than the best one so far. Once the
+    claims' requests are known apart from any node (`Allocator.known_wants`: after one explanation at the
+    latest), a request finds free no more devices than the node has out of use (`usage` holds no shared
+    device, and no request has admin access: an allocated device is in use for every request), so a node's
+    score is at most `-sum(max(0, wanted - out of use))`; the first node of the highest score is the same."""
+    best: Explanation | None = None
+    best_score = 0
+    wants: tuple[int, ...] | None = None
+    in_use = usage.exclusive  # every device in use: `usage` holds no shared one
+    for node in nodes:
+        if wants is not None and best is not None:
+            devices = allocator.device_ids(node)
+            out_of_use = len(devices) - len(in_use.intersection(devices))
+            if -sum(max(0, (wanted or 1) - out_of_use) for wanted in wants) <= best_score:
+                continue
+        current = explained(node)
+        if wants is None:
+            wants = allocator.known_wants(claims)
+        score = current.score
+        if best is None or score > best_score:
+            best, best_score = current, score
+            if score == 0:
                 break  # nothing comes closer
     return best
 

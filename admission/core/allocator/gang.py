@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from admission.core.allocator.api import Allocator, Outcome, Status
@@ -30,6 +30,7 @@ from admission.core.nodefit import (
     EXISTING_ANTI_AFFINITY,
     NODE_NAME_MISMATCH,
     UNSCHEDULABLE,
+    NodeFacts,
     NodeFitIndex,
     NodeUsage,
     PodFit,
@@ -84,6 +85,9 @@ class _State:
     unfit: set[tuple[str, str]] = field(default_factory=set)
     # Nodes whose devices are all in use in `usage` (None: not worked out yet).
     full: frozenset[str] | None = None
+    # (shape, candidates' key) -> how many of those candidates, from the first, are in `unfit` for the shape:
+    # a member of that shape starts after them instead of walking past each (full nodes first, say).
+    starts: dict[tuple[str, object], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,7 @@ class _Candidates:
 
     nodes: list[str]
     rejected: Mapping[str, str]  # node -> reason
+    key: object  # what decides the candidates in one snapshot
     # Nodes that pass the static filters but where bound pods' required anti-affinity keeps the member out
     # (InterPodAffinity, which the scheduler runs after NodeResourcesFit: a node failing both is counted
     # for its resources).
@@ -132,14 +137,21 @@ class KnownUnfit:
 
     pairs: set[tuple[str, str]] = field(default_factory=set)
     full: frozenset[str] | None = None
+    # How many candidates, from the first, are in `pairs` (`_State.starts`); kept with `pairs`.
+    starts: dict[tuple[str, object], int] = field(default_factory=dict)
     # Groups of one shape that failed (no allocation error): the answer, and the failed member's claims.
     failures: dict[object, tuple[GangPlacement, int, tuple[str, ...]]] = field(default_factory=dict)
+
+    def after_admission(self, full: frozenset[str] | None) -> KnownUnfit:
+        """What stays known once an admission added to the device and node usage: what did not fit still does
+        not (more in use fits no more), but failures are explained anew. `full`: the nodes now full."""
+        return KnownUnfit(self.pairs, full, self.starts)
 
 
 def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: Iterable[AllocationResult],
                 usage: Usage | None, nodes: NodeUsage | None, max_backtracks: int, known: KnownUnfit, *,
                 shared: bool) -> GangPlacement:
-    root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full)
+    root = _State(Usage(), {}, {}, NodeUsage(), known.pairs, known.full, known.starts)
     shape = gang_shape(allocator, members, nodes)
     seen = known.failures.get(shape) if shape is not None else None
     if seen is not None:
@@ -162,13 +174,13 @@ def gang_shape(allocator: Allocator, members: Sequence[GangMember], nodes: NodeU
     index = allocator.snapshot.node_fit
     if allocator.gates.extended_resource or _interpod_involved(members, nodes if nodes is not None else index.usage):
         return None
-    return _group_shape(members, index)
+    return _group_shape(allocator, members, index)
 
 
-def _group_shape(members: Sequence[GangMember], index: NodeFitIndex) -> object:
+def _group_shape(allocator: Allocator, members: Sequence[GangMember], index: NodeFitIndex) -> object:
     """What decides where a group can be placed, names left out: per member, its claims and requests, the
     nodes it may use, what the node filters read of it and the nodes bound pods' anti-affinity keeps it off."""
-    return tuple((_shape(m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None,
+    return tuple((_shape(allocator, m.claims, m.fit), m.nodes, m.fit.placement_key if m.fit is not None else None,
                   index.anti_affinity_rejected(m.fit) if m.fit is not None else None)
                  for m in members)
 
@@ -209,13 +221,12 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
             base.add(allocation, allocator.gates)
     fit_index = allocator.snapshot.node_fit
     search = _Search(allocator, fit_index, allocator.gates.extended_resource)
-    node_names = sorted(allocator.snapshot.nodes)
+    node_names = allocator.node_names
     root.usage, root.nodes = base, nodes if nodes is not None else fit_index.usage
     states = [root]
     cursors = [0]
     backtracks = 0
-    static: dict[object, _Candidates] = {}
-    candidates_of = [_candidates(search, m, node_names, static) for m in members]
+    candidates_of = [_candidates(search, m, node_names, allocator.gang_candidates) for m in members]
     if not shared:  # only this gang reads which nodes are full: those it may use are enough
         search = dataclasses.replace(search, full_among=frozenset(n for c in candidates_of for n in c.nodes))
     last_failure: Outcome | None = None
@@ -224,7 +235,8 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
     while len(states) <= len(members):
         index = len(states) - 1
         member, state = members[index], states[-1]
-        placed = _place_one(search, member, state, candidates_of[index].nodes, cursors[index])
+        placed = _place_one(search, member, state, candidates_of[index], cursors[index],
+                            last_member=index == len(members) - 1)
         if isinstance(placed, tuple):
             next_state, cursor = placed
             cursors[index] = cursor + 1
@@ -357,7 +369,7 @@ def _distinct_orders(shapes: Sequence[str], limit: int) -> list[tuple[int, ...]]
 def _candidates(search: _Search, member: GangMember, node_names: list[str],
                 static: dict[object, _Candidates]) -> _Candidates:
     """The nodes the member may use by its node name, cordons, taints, selector and affinity, in name order
-    (the filters are answered once per kind of pod and snapshot)."""
+    (answered once per kind of pod and allocator: `static` is the allocator's `gang_candidates`)."""
     kept_out = search.index.anti_affinity_rejected(member.fit) if member.fit is not None else frozenset()
     key = (member.nodes, member.fit.placement_key if member.fit is not None else None, kept_out)
     found = static.get(key)
@@ -375,28 +387,43 @@ def _candidates(search: _Search, member: GangMember, node_names: list[str],
         rejected = {n: NODE_NAME_MISMATCH for n in node_names if n not in allowed}
         rejected.update((n, reason) for n, reason in filtered.items() if n in allowed)
         passing = tuple(n for n in passing if n in allowed)
-    found = _Candidates([n for n in passing if n not in kept_out], rejected,
+    found = _Candidates([n for n in passing if n not in kept_out], rejected, key,
                         tuple(n for n in passing if n in kept_out))
     static[key] = found
     return found
 
 
 def _node_check(search: _Search, member: GangMember, node: str,
-                usage: NodeUsage) -> tuple[list[str], ResourceClaim | None]:
+                usage: NodeUsage) -> tuple[tuple[str, ...], ResourceClaim | None]:
     """Why the member does not fit the node next to what is on it now (resources; empty: it fits), and the
     claim for the extended resources this node would serve from DRA devices (DRAExtendedResource)."""
     fit = member.fit
     if fit is None:
-        return [], None
+        return (), None
     facts = search.index.nodes[node]
     delegated = search.index.dra_served(fit, facts) if search.dra_extended else ()
-    reasons = resource_reasons(fit, facts, usage.on(node), delegated)
+    used = usage.on(node)
     if not delegated:
-        return reasons, None
+        return _resource_reasons(search.allocator.node_reasons, fit, facts, node, used), None
+    reasons = tuple(resource_reasons(fit, facts, used, delegated))
     extended = _extended_claim(search, fit, delegated)
     if isinstance(extended, str):
-        return [*reasons, extended], None
+        return (*reasons, extended), None
     return reasons, extended
+
+
+def _resource_reasons(memo: dict[tuple[str, object], tuple[object, tuple[str, ...]]], fit: PodFit,
+                      facts: NodeFacts, node: str, used: Mapping[str, int]) -> tuple[str, ...]:
+    """`resource_reasons` without DRA-served resources, kept per node and requests while the node's use is
+    the same mapping (`NodeUsage` hands on an unchanged node's mapping as it is): the groups that fail in
+    one cycle are tallied again only on the nodes that changed."""
+    key = (node, fit.ordered)
+    known = memo.get(key)
+    if known is not None and known[0] is used:
+        return known[1]
+    reasons = tuple(resource_reasons(fit, facts, used))
+    memo[key] = (used, reasons)
+    return reasons
 
 
 def _extended_claim(search: _Search, fit: PodFit, resources: tuple[str, ...]) -> ResourceClaim | str:
@@ -423,12 +450,13 @@ def _extended_claim(search: _Search, fit: PodFit, resources: tuple[str, ...]) ->
     return found
 
 
-def _place_one(search: _Search, member: GangMember, state: _State, candidates: list[str],
-               start: int) -> tuple[_State, int] | Outcome | None:
-    """The first node from `start` on where the member fits, with the new state; else the last failure."""
+def _place_one(search: _Search, member: GangMember, state: _State, candidates: _Candidates,
+               start: int, *, last_member: bool) -> tuple[_State, int] | Outcome | None:
+    """The first node from `start` on where the member fits, with the new state; else the last failure.
+    After the last member only the placements and allocations are read: its state's usage is not extended."""
     allocator = search.allocator
     claims = [_with_known_allocation(c, state.allocations) for c in member.claims]
-    shape = _shape(claims, member.fit)
+    shape = _shape(allocator, claims, member.fit)
     last: Outcome | None = None
     # Nodes with every device in use are passed over where the allocator would answer "does not fit"
     # there before looking at any device (it says when: `fails_on_full_nodes`).
@@ -436,50 +464,77 @@ def _place_one(search: _Search, member: GangMember, state: _State, candidates: l
     asked = search.dra_extended  # whether `full` is settled (asked once the claims were checked)
     # What it rejects is not added to `unfit`: more pods placed may meet a pod affinity term.
     interpod = search.index.interpod_check(member.fit, state.nodes) if member.fit is not None else None
-    for position in range(start, len(candidates)):
-        node = candidates[position]
-        if (shape, node) in state.unfit:
-            continue
-        if not asked and last is not None:
-            asked = True
-            if allocator.fails_on_full_nodes(claims):
-                if state.full is None:
-                    state.full = frozenset(allocator.full_nodes(state.usage, search.full_among))
-                full = state.full
-        if node in full:
-            state.unfit.add((shape, node))
-            continue
-        reasons, extended = _node_check(search, member, node, state.nodes)
-        if reasons:
-            state.unfit.add((shape, node))
-            continue
-        if interpod is not None and interpod(node) is not None:
-            continue
-        outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
-        if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
-            state.unfit.add((shape, node))
-        if outcome.allocatable:
-            usage = state.usage.copy()
-            allocations = dict(state.allocations)
-            for key, allocation in outcome.allocations.items():
-                usage.add(allocation, allocator.gates)
-                allocations[key] = allocation
-            placements = {**state.placements, member.key: node}
-            nodes = state.nodes if member.fit is None else \
-                state.nodes.plus(node, member.fit.requests, member.fit.placed_on(node))
-            child_full = state.full
-            if child_full is not None and node not in child_full and allocator.full_nodes(usage, (node,)):
-                child_full = child_full | {node}
-            return _State(usage, allocations, placements, nodes, set(state.unfit), child_full), position
-        last = outcome
-        if outcome.status is Status.ERROR:
-            return outcome  # a hard error fails on every node alike
+    nodes, unfit = candidates.nodes, state.unfit
+    # The candidates before `first` are all in `unfit` for the shape: nothing to do there.
+    start_key = (shape, candidates.key)
+    first = state.starts.get(start_key, 0)
+    for position in range(max(start, first), len(nodes)):
+        node = nodes[position]
+        if (shape, node) not in unfit:
+            if not asked and last is not None:
+                asked = True
+                if allocator.fails_on_full_nodes(claims):
+                    if state.full is None:
+                        state.full = frozenset(allocator.full_nodes(state.usage, search.full_among))
+                    full = state.full
+            if node in full:
+                unfit.add((shape, node))
+            else:
+                placed = _try_node(search, member, state, claims, shape, node, interpod, last_member)
+                if isinstance(placed, _State):
+                    state.starts[start_key] = first
+                    return placed, position
+                if placed is not None:
+                    last = placed
+                    if placed.status is Status.ERROR:  # a hard error fails on every node alike
+                        state.starts[start_key] = first
+                        return placed
+        if first == position and (shape, node) in unfit:
+            first = position + 1
+    state.starts[start_key] = first
     return last
 
 
-def _shape(claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
-    requests = fit.ordered if fit is not None else None
-    return repr(([(c.spec, c.key if c.allocation is not None else None, c.allocation) for c in claims], requests))
+def _try_node(search: _Search, member: GangMember, state: _State, claims: list[ResourceClaim], shape: str,
+              node: str, interpod: Callable[[str], str | None] | None, last_member: bool) -> _State | Outcome | None:
+    """The state with the member placed on the node; else the allocator's failure there, or None where the
+    node filters keep the member out."""
+    allocator = search.allocator
+    reasons, extended = _node_check(search, member, node, state.nodes)
+    if reasons:
+        state.unfit.add((shape, node))
+        return None
+    if interpod is not None and interpod(node) is not None:
+        return None
+    outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
+    if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
+        state.unfit.add((shape, node))
+    if not outcome.allocatable:
+        return outcome
+    allocations = {**state.allocations, **outcome.allocations}
+    placements = {**state.placements, member.key: node}
+    if last_member:
+        return _State(state.usage, allocations, placements, state.nodes, state.unfit, state.full, state.starts)
+    usage = state.usage.copy()
+    for allocation in outcome.allocations.values():
+        usage.add(allocation, allocator.gates)
+    nodes = state.nodes if member.fit is None else \
+        state.nodes.plus(node, member.fit.requests, member.fit.placed_on(node))
+    child_full = state.full
+    if child_full is not None and node not in child_full and allocator.full_nodes(usage, (node,)):
+        child_full = child_full | {node}
+    return _State(usage, allocations, placements, nodes, set(state.unfit), child_full, dict(state.starts))
+
+
+def _shape(allocator: Allocator, claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
+    """What a member asks of a node: its claims' specs, allocated claims by key and allocation, and its
+    requests (NUL never occurs in a repr, so the parts cannot run into each other)."""
+    parts = [repr(fit.ordered) if fit is not None else ""]
+    for claim in claims:
+        allocation = claim.allocation
+        parts.append(allocator.described(claim.spec))
+        parts.append("" if allocation is None else f"{claim.key}\0{allocator.described(allocation)}")
+    return "\0".join(parts)
 
 
 def _with_known_allocation(claim: ResourceClaim, allocations: Mapping[str, AllocationResult]) -> ResourceClaim:
@@ -502,11 +557,14 @@ def _failure(search: _Search, member: GangMember, state: _State, candidates: _Ca
         tally.update(reasons or [interpod.get(node, EXISTING_ANTI_AFFINITY)])
     for node in candidates.nodes:
         reasons, node_extended = _node_check(search, member, node, state.nodes)
-        reasons = reasons or [r for r in [interpod.get(node)] if r is not None]
-        tally.update(reasons)
         if not reasons:
-            device_nodes.append(node)
-            extended = extended or node_extended
+            kept_out = interpod.get(node)
+            if kept_out is None:
+                device_nodes.append(node)
+                extended = extended or node_extended
+                continue
+            reasons = (kept_out,)
+        tally.update(reasons)
     # A node whose devices are all in use comes no closer than any other node, so when some nodes have
     # a free device, the best node is one of them.
     with_free = [n for n in device_nodes if n not in state.full] if state.full is not None else device_nodes

@@ -236,19 +236,27 @@ class _Unfit:
         self.version = -1
         self.nodes: NodeUsage | None = None
         self.known = KnownUnfit()
-        self.full: frozenset[str] | None = None  # carried over an admission, which only adds to the usage
+        # Carried over an admission, which only adds to the device and node usage: the nodes full before,
+        # and the (shape, node) pairs that did not fit (more in use fits no more).
+        self.full: frozenset[str] | None = None
+        self.carried: KnownUnfit | None = None
 
     def at(self, usage: Usage, nodes: NodeUsage) -> KnownUnfit:
         if usage is not self.usage or usage.version != self.version or nodes is not self.nodes:
             full, self.full = self.full, None
-            self.usage, self.version, self.nodes, self.known = usage, usage.version, nodes, KnownUnfit(full=full)
+            carried, self.carried = self.carried, None
+            self.usage, self.version, self.nodes = usage, usage.version, nodes
+            self.known = KnownUnfit(full=full) if carried is None else carried.after_admission(full)
         return self.known
 
     def admitted(self, allocator: Allocator, usage: Usage, placed: Iterable[str]) -> None:
         """An admission added to `usage` on the `placed` nodes only: the nodes full before stay full, and
-        of the placed ones those now full join them."""
+        of the placed ones those now full join them; what did not fit still does not."""
+        if usage is not self.usage:
+            return
+        self.carried = self.known
         before = self.known.full
-        if before is not None and usage is self.usage:
+        if before is not None:
             self.full = before | allocator.full_nodes(usage, set(placed) - before)
 
 

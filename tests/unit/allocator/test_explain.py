@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from admission.core.allocator import explain
-from tests.support.builders import DRIVER, claim, device_class, exactly, holding, node
+import random
+from typing import Any
+
+from admission.core import features
+from admission.core.allocator import Allocator, Explanation, explain, explain_best
+from admission.core.models import ResourceClaim
+from tests.support.builders import DRIVER, claim, device_class, exactly, first_available, holding, node
 from tests.unit.allocator.builders import allocator, gpus
 
 
@@ -22,3 +27,42 @@ def test_a_missing_class_is_a_note_not_a_crash() -> None:
     explanation = explain(alloc, "n1", [alloc.snapshot.claims["default/c"]])
     assert explanation.requests == ()
     assert any("could not retrieve device class nope" in n for n in explanation.notes)
+
+
+def _best_of_all(alloc: Allocator, nodes: list[str], claims: list[ResourceClaim]) -> Explanation:
+    """The first node of the highest score, every node explained (what `explain_best` must match)."""
+    explained = [explain(alloc, n, claims) for n in nodes]
+    top = max(e.score for e in explained)
+    return next(e for e in explained if e.score == top)
+
+
+def _random_scene(rng: random.Random) -> tuple[Allocator, list[str], list[ResourceClaim]]:
+    names = [f"n{i}" for i in range(rng.randint(2, 7))]
+    manifests: list[dict[str, Any]] = [device_class()]
+    held = 0
+    for name in names:
+        size = rng.randint(0, 5)
+        manifests += [node(name), gpus(name, size)]
+        for index in rng.sample(range(size), rng.randint(0, size)):
+            held += 1
+            manifests.append(claim(f"held-{held}", allocation=holding(f"{DRIVER}/{name}/gpu-{index}")))
+    selector = rng.choice([None, f'device.attributes["{DRIVER}"].index < 3'])
+    requests = [exactly("a", count=rng.randint(1, 4), selector=selector),
+                first_available("b", exactly("big", count=rng.randint(2, 5)), exactly("small", count=1))]
+    manifests.append(claim("c", *rng.sample(requests, rng.randint(1, 2))))
+    if rng.random() < 0.3:
+        manifests.append(claim("admin", exactly(count=2, adminAccess=True)))
+    alloc = allocator(*manifests, gates=features.exactly("1.36", ["DRAPrioritizedList", "DRAAdminAccess"]))
+    claims = [alloc.snapshot.claims[k] for k in ("default/c", "default/admin") if k in alloc.snapshot.claims]
+    return alloc, names, claims
+
+
+def test_the_best_node_is_the_first_of_the_highest_score_when_nodes_are_skipped() -> None:
+    for seed in range(300):
+        rng = random.Random(seed)
+        alloc, names, claims = _random_scene(rng)
+        order = rng.sample(names, len(names))
+        expected = _best_of_all(alloc, order, claims)
+        assert explain_best(alloc, order, claims) == expected, seed
+        # A second call with the claims' requests known before any node: the bound is used from the first node on.
+        assert explain_best(alloc, order, claims) == expected, seed

@@ -58,3 +58,13 @@ def test_a_kept_allocator_answers_as_a_fresh_one(version: str, names: tuple[str,
             fresh = cluster(*CLAIMS.values(), gates=gates)
             fresh_claims = [fresh.snapshot.claims[c.key] for c in claims]
             assert answer(kept.allocate(name, claims)) == answer(fresh.allocate(name, fresh_claims))
+
+
+def test_a_described_object_is_its_repr_and_equal_specs_are_described_alike() -> None:
+    alloc = cluster(claim("a", exactly(count=2)), claim("b", exactly(count=2)), claim("c", exactly(count=1)),
+                    gates=features.exactly("1.36", []))
+    a, b, c = (alloc.snapshot.claims[f"default/{name}"].spec for name in "abc")
+    assert a is not b
+    assert alloc.described(a) == repr(a) == alloc.described(b)
+    assert alloc.described(c) == repr(c) != alloc.described(a)
+    assert alloc.described(a) is alloc.described(a)  # kept, not worked out again

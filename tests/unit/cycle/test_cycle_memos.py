@@ -1,7 +1,10 @@
 """What a cycle keeps to answer faster gives the same decisions as working everything out again: each
 LocalQueue's head and BehindInQueue Waits and the groups that passed the checks before ordering (kept from
 one cycle to the next in `Parking`), the charges of a shape (its worst case, and on the empty cluster for
-the NeverAdmissible check) and the nodes' explanations kept by the allocator."""
+the NeverAdmissible check), the nodes' explanations kept by the allocator, the nodes not explained because they
+cannot come closer than the best so far, and what did not fit carried over an admission (the (shape, node) pairs
+and how many candidates from the first a gang search may skip), and what a node lacks for a pod's requests
+kept while the node's use is unchanged."""
 
 from __future__ import annotations
 
@@ -14,9 +17,10 @@ from dataclasses import replace
 
 import pytest
 
-from admission.core.allocator import Allocator, Explanation, Usage, explain
+from admission.core.allocator import Allocator, Explanation, KnownUnfit, Usage, explain
 from admission.core.cycle import Changes, CycleInput, GroupView, Parking, run_cycle
 from admission.core.models import Node, ResourceClaim
+from admission.core.nodefit import resource_reasons
 from tests.unit.cycle.cycle_builders import cycle_input
 from tests.unit.cycle.test_parking import QUEUES, World, _queues, _random_group, _step
 
@@ -64,10 +68,29 @@ def _without_memos(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
                usage: Usage, shape: str) -> tuple[Explanation, tuple[str, ...]]:
         return explain(allocator, node, claims, usage), keys
 
+    gang = importlib.import_module("admission.core.allocator.gang")
+
+    class Unremembering(gang._State):  # type: ignore[name-defined,misc]
+        """A gang search's state that walks its candidates from the first every time (no `starts`)."""
+
+        def __init__(self, *fields: object) -> None:
+            super().__init__(*fields)
+            self.starts = _Forgetting()
+
     with monkeypatch.context() as patched:
         patched.setattr(explaining, "_kept", unkept)
         patched.setattr(never, "shape_key", lambda *_: None)
+        patched.setattr(Allocator, "known_wants", lambda *_: None)  # every candidate node explained
+        patched.setattr(KnownUnfit, "after_admission", lambda _, full: KnownUnfit(full=full))
+        patched.setattr(gang, "_State", Unremembering)
+        patched.setattr(gang, "_resource_reasons",
+                        lambda _memo, fit, facts, _node, used: tuple(resource_reasons(fit, facts, used)))
         yield
+
+
+class _Forgetting(dict[tuple[str, object], int]):
+    def __setitem__(self, key: tuple[str, object], value: int) -> None:
+        pass
 
 
 @pytest.mark.parametrize(("budget", "misses"), [(64, 8), (3, 2)])
