@@ -170,11 +170,22 @@ def _place_gang(allocator: Allocator, members: Sequence[GangMember], promised: I
 
 def gang_shape(allocator: Allocator, members: Sequence[GangMember], nodes: NodeUsage | None = None) -> object | None:
     """What decides where a gang can be placed on `nodes` (default: the snapshot's), names left out: equal for
-    gangs that are placed alike. None where more decides it (inter-pod terms, or DRA-backed extended resources)."""
+    gangs that are placed alike. None where more decides it (inter-pod terms, or a member asking for an extended
+    resource that DRA devices serve)."""
     index = allocator.snapshot.node_fit
-    if allocator.gates.extended_resource or _interpod_involved(members, nodes if nodes is not None else index.usage):
+    if allocator.gates.extended_resource and _asks_dra_served(members, index):
+        return None
+    if _interpod_involved(members, nodes if nodes is not None else index.usage):
         return None
     return _group_shape(allocator, members, index)
+
+
+def _asks_dra_served(members: Sequence[GangMember], index: NodeFitIndex) -> bool:
+    """Whether a member requests a resource some DeviceClass serves (DRAExtendedResource): only then do the
+    nodes' allocatable and the claim made for the pod enter its placement."""
+    served = index.dra_classes
+    return bool(served) and any(m.fit is not None and any(name in served for name in m.fit.requests)
+                                for m in members)
 
 
 def _group_shape(allocator: Allocator, members: Sequence[GangMember], index: NodeFitIndex) -> object:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission.core.allocator import Allocator, GangPlacement, Snapshot, members_for, place_gang
+from admission.core.allocator import Allocator, GangPlacement, Snapshot, gang_shape, members_for, place_gang
 from admission.core.features import FeatureGates, exactly
 from admission.core.models import Pod
 from admission.core.nodefit import NodeUsage
@@ -204,3 +204,22 @@ def test_dra_backed_extended_resources_of_init_containers_only_are_not_placed() 
     assert not plan.feasible
     assert plan.reason is not None and plan.reason.endswith(
         "1 example.com/gpu of init containers would come from DRA devices, which draq does not map")
+
+
+def test_with_dra_backed_extended_resources_on_only_gangs_asking_for_one_lose_their_shared_shape() -> None:
+    """A gang's shape lets gangs placed alike share one answer; a member asking for a resource that DRA
+    devices serve is placed by the nodes' allocatable and a claim of its own, so its gang has none."""
+    gated = exactly("1.37", ["DRAExtendedResource"])
+    flat = [*gpu_node("n0"), device_class(), device_class("gpu-er", extended_resource="example.com/gpu"),
+            template("gpu-1", request(count=1)), member("plain"),
+            member("asks", gpus=0, containers=[container(requests={"example.com/gpu": "1"})]),
+            member("cpu-only", gpus=0)]
+    snapshot = Snapshot.from_models(models(*flat))
+    allocator = Allocator(snapshot, gated)
+
+    def shape(name: str) -> object | None:
+        chosen = [p for p in snapshot.pods.values() if isinstance(p, Pod) and p.name == name]
+        return gang_shape(allocator, members_for(chosen, snapshot.claims, snapshot.templates))
+
+    assert shape("plain") is not None and shape("cpu-only") is not None
+    assert shape("asks") is None
