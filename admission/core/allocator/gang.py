@@ -231,7 +231,9 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
         for allocation in promised:
             base.add(allocation, allocator.gates)
     fit_index = allocator.snapshot.node_fit
-    search = _Search(allocator, fit_index, allocator.gates.extended_resource)
+    # Without a member asking for a DRA-served resource the gate changes nothing here, and the search keeps
+    # its shortcuts (full nodes passed over before any device is looked at).
+    search = _Search(allocator, fit_index, allocator.gates.extended_resource and _asks_dra_served(members, fit_index))
     node_names = allocator.node_names
     root.usage, root.nodes = base, nodes if nodes is not None else fit_index.usage
     states = [root]
