@@ -162,7 +162,8 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
     print(f"\n{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}, trials with: {shapes}; "
           f"{attached_trials} bound trials with devices with binding conditions ({same_devices} with the same ones "
           f"as draq); "
-          f"{len(failed)} pods had a failed attach, the scheduler deallocated and allocated again")
+          f"{len(failed)} pods had a failed attach and were allocated again "
+          f"({sum(devices <= driver.attached.get(pod, set()) for pod, devices in failed.items())} on the same devices)")
     assert not unanswered, "some pods got no verdict from the scheduler in time:\n" + "\n".join(unanswered)
     assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
     headlines = "\n".join(d.splitlines()[0] for d in disagreements)
