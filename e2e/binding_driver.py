@@ -6,7 +6,8 @@ claim's `status.devices`, or one of its binding failure conditions True. This st
 claims of one namespace and answers each such device once per allocation: the binding conditions True
 (the device is attached), or, for pools named in `fail_once`, the failure condition True the first
 time the pod gets that device. The scheduler then fails PreBind, deallocates the claim in its next
-attempt and allocates again; the second attach of the device for the pod succeeds.
+attempt (the claim it made for extended resources it deletes at once and makes anew) and allocates
+again; the second attach of the device for the pod succeeds.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ class BindingConditionDriver:
         self.fail_once: set[str] = set()  # pools whose devices fail their first attach for each pod
         self.failed: dict[str, set[DeviceKey]] = {}  # pod -> devices whose attach failed for it
         self.attached: dict[str, set[DeviceKey]] = {}  # pod -> devices attached for it
-        self._retrying: dict[str, str] = {}  # claim -> its pod, from a failed attach to the next one that works
+        # pod -> its claims from a failed attach until an attach for the pod works (or the claim is gone and
+        # one of another claim does: the scheduler replaces the claim it makes for extended resources)
+        self._retrying: dict[str, set[str]] = {}
+        self._deleted: set[str] = set()
         self._reserved: dict[str, set[str]] = {}  # claim -> pods it is reserved for
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -47,7 +51,7 @@ class BindingConditionDriver:
         """True while the scheduler is binding the pod (a claim is reserved for it) or is about to allocate
         again after a failed attach: its condition then still shows an earlier attempt's answer."""
         with self._lock:
-            return pod in self._retrying.values() or any(pod in pods for pods in self._reserved.values())
+            return bool(self._retrying.get(pod)) or any(pod in pods for pods in self._reserved.values())
 
     def start(self) -> BindingConditionDriver:
         self._thread = threading.Thread(target=self._run, name="binding-driver", daemon=True)
@@ -93,10 +97,9 @@ class BindingConditionDriver:
                 self._forget(claim["metadata"]["name"])
 
     def _forget(self, claim: str) -> None:
-        """A deleted claim (the scheduler replaces the claim it made for extended resources)."""
         with self._lock:
             self._reserved.pop(claim, None)
-            self._retrying.pop(claim, None)
+            self._deleted.add(claim)
 
     def _handle(self, claim: dict[str, Any]) -> None:
         status = claim.get("status") or {}
@@ -124,10 +127,11 @@ class BindingConditionDriver:
         with self._lock:
             for result, fails in decisions:
                 (self.failed if fails else self.attached).setdefault(pod, set()).add(_key(result))
+            retrying = self._retrying.setdefault(pod, set())
             if any(fails for _, fails in decisions):
-                self._retrying[name] = pod
+                retrying.add(name)
             else:
-                self._retrying.pop(name, None)
+                retrying -= {name, *self._deleted}
 
 
 def _status_entry(result: dict[str, Any], fails: bool) -> dict[str, Any]:
