@@ -22,7 +22,7 @@ from admission.core.cycle import Changes, CycleInput, GroupView, Parking, run_cy
 from admission.core.models import Node, ResourceClaim
 from admission.core.nodefit import resource_reasons
 from tests.unit.cycle.cycle_builders import cycle_input
-from tests.unit.cycle.test_parking import QUEUES, World, _queues, _random_group, _step
+from tests.unit.cycle.test_parking import QUEUES, World, _queues, _step, seeded_world
 
 
 def _seed() -> int:
@@ -101,15 +101,10 @@ def test_the_cycles_memos_give_the_same_decisions_as_working_everything_out_agai
     rng = random.Random(seed)
     cycles = reused = 0
     for _ in range(20):
-        world = World(nodes={"n1": 4, "n2": 8, "n3": 8}, queues=_queues(rng))
+        world, index = seeded_world(rng, {"n1": 4, "n2": 8, "n3": 8}, groups=8)
         views = _Views()
         fast: Parking = Parking(safety_seconds=60.0)
         slow: Parking = Parking(safety_seconds=60.0)
-        index = 0
-        for _ in range(8):
-            name, objects = _random_group(rng, index)
-            world.pending[name] = objects
-            index += 1
         for _ in range(14):
             cycle = views.inputs(world, budget, misses)
             changes = Changes(world.capacity, world.now)

@@ -206,6 +206,15 @@ def _random_group(rng: random.Random, index: int) -> tuple[str, list[Manifest]]:
                       priority=rng.choice((None, None, 10)))
 
 
+def seeded_world(rng: random.Random, nodes: dict[str, int], groups: int) -> tuple[World, int]:
+    """A world of random queues with `groups` random pending groups; returns it and the next group index."""
+    world = World(nodes=nodes, queues=_queues(rng))
+    for index in range(groups):
+        name, objects = _random_group(rng, index)
+        world.pending[name] = objects
+    return world, groups
+
+
 def _step(world: World, rng: random.Random, index: int) -> int:
     """One random event between two cycles; returns the next group index."""
     event = rng.choice(("arrive", "arrive", "finish", "node", "quota", "change", "nothing", "nothing", "late"))
@@ -247,13 +256,8 @@ def test_a_cycle_with_parking_admits_exactly_what_a_cycle_without_parking_admits
     rng = random.Random(seed)
     cycles = parked_cycles = 0
     for _ in range(25):
-        world = World(nodes={"n1": 4, "n2": 8}, queues=_queues(rng))
+        world, index = seeded_world(rng, {"n1": 4, "n2": 8}, groups=6)
         parking: Parking | None = Parking(safety_seconds=60.0)
-        index = 0
-        for _ in range(6):
-            name, objects = _random_group(rng, index)
-            world.pending[name] = objects
-            index += 1
         for _ in range(14):
             plain = world.cycle(None)
             parked = world.cycle(parking)
