@@ -47,6 +47,7 @@ from admission.operator.reading import Reading
 
 log = logging.getLogger(__name__)
 
+GROUP_OUTCOMES = ("evaluated", "parked", "woken")  # `CycleStats`
 CYCLE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 LATENCY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0,
                    86400.0)
@@ -206,6 +207,11 @@ class OperatorMetrics:
                                 registry=registry, buckets=CYCLE_BUCKETS)
         self._last = Gauge("draq_cycle_last_completed_timestamp_seconds", "When the last admission cycle "
                            "completed (Unix time).", registry=registry)
+        self._groups = Counter("draq_cycle_groups_total", "Pending groups an admission cycle reached in their turn: "
+                               "evaluated (placed and charged), parked (given their last Wait again) or woken (parked "
+                               "by the last cycle and evaluated by this one).", ["outcome"], registry=registry)
+        self._parked = Gauge("draq_parked_groups", "Pending groups parked after the last admission cycle.",
+                             registry=registry)
         self._admissions = Counter("draq_admissions_total", "Groups admitted and released.", ["cluster_queue"],
                                    registry=registry)
         self._latency = Histogram("draq_admission_latency_seconds", "From a group's creation to its release "
@@ -215,6 +221,8 @@ class OperatorMetrics:
         leader.set_function(lambda: 1.0 if leading() else 0.0)
         for step in STEPS:
             self._steps.labels(step)
+        for outcome in GROUP_OUTCOMES:
+            self._groups.labels(outcome)
         registry.register(_FiguresCollector(self))
 
     def cycle(self, reading: Reading, result: CycleResult, seconds: float, completed_at: dt.datetime) -> None:
@@ -223,6 +231,10 @@ class OperatorMetrics:
         for step, spent in result.step_seconds.items():
             self._steps.labels(step).observe(spent)
         self._last.set(completed_at.timestamp())
+        stats = result.stats
+        for outcome, groups in zip(GROUP_OUTCOMES, (stats.evaluated, stats.parked, stats.woken), strict=True):
+            self._groups.labels(outcome).inc(groups)
+        self._parked.set(stats.parked_after)
         self._update_figures(reading, result)
         self._update_gaps(reading)
 

@@ -48,7 +48,16 @@ from admission.core.cycle.shape import Gang, gang_of
 from admission.core.cycle.steps import ALLOCATOR, CHARGING, StepTimer
 from admission.core.cycle.timing import format_time, in_backoff
 from admission.core.cycle.topology import never_in_topology, place_by_topology, topology_level
-from admission.core.cycle.types import Admit, CycleInput, CycleResult, Extend, GroupDecision, Wait, WaitReason
+from admission.core.cycle.types import (
+    Admit,
+    CycleInput,
+    CycleResult,
+    CycleStats,
+    Extend,
+    GroupDecision,
+    Wait,
+    WaitReason,
+)
 from admission.core.errors import DraqError
 from admission.core.models import AllocationResult, LabelSelector, ObjectRef, Pod, ResourceClaim, TopologyLevel
 from admission.core.nodefit import NodeUsage
@@ -120,6 +129,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     behind: dict[str, Wait] = {}
     admitted: dict[str, Iterable[AllocationResult]] = {}
     strict: dict[str, bool] = {}  # by ClusterQueue (`_strict`)
+    was_parked = parking.parked if parking is not None else {}
+    evaluated = reused_count = woken = 0
     for group, cluster_queue in _ordered(ready, cycle):
         if cluster_queue in blocked:
             decisions.append(Wait(group.key, WaitReason.BLOCKED, f"ClusterQueue {cluster_queue} is StrictFIFO "
@@ -139,7 +150,10 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
         decision: Admit | Wait
         if reused is not None:
             decision = reused
+            reused_count += 1
         else:
+            evaluated += 1
+            woken += group.key in was_parked
             decision = _decide(group, _gang(group, gangs), local, allocator, usage, nodes, inventory, state, cycle,
                                steps, unfit.at(usage, nodes), extended, idle, shapes)
             if parking is not None:
@@ -160,7 +174,8 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     if parking is not None:
         after = after_cycle(parking, cycle, parked, state, admitted, extended_any)
         after = replace(after, behind=behind, lines=lines, prechecked=Prechecked(context, passed))
-    return CycleResult(tuple(decisions), state, usage, steps.totals(), parking=after)
+    stats = CycleStats(evaluated, reused_count, woken, len(parked))
+    return CycleResult(tuple(decisions), state, usage, steps.totals(), parking=after, stats=stats)
 
 
 def _strict(cluster_queue: str, state: QueueState, known: dict[str, bool]) -> bool:

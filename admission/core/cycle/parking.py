@@ -177,8 +177,15 @@ def _promise_freed(before: Mapping[str, AllocationResult], cycle: CycleInput) ->
 
 def node_frees_room(before: Node | None, after: Node | None) -> bool:
     """Whether this change of a node could give a waiting group room: a node added, or changed in what
-    placement reads (labels, allocatable, taints, schedulability). A removed node gives none."""
-    return after is not None and after != before
+    placement reads (labels, allocatable, taints, schedulability). A removed node gives none, and neither
+    does one that only gained taints or was cordoned (a node going NotReady, as the node-lifecycle
+    controller taints it): a taint or a cordon only turns pods away."""
+    return after is not None and after != before and not _only_restricted(before, after)
+
+
+def _only_restricted(before: Node | None, after: Node) -> bool:
+    return before is not None and before.meta == after.meta and before.allocatable == after.allocatable \
+        and (after.unschedulable or not before.unschedulable) and set(before.taints) <= set(after.taints)
 
 
 def claim_frees_room(before: ResourceClaim | None, after: ResourceClaim | None) -> bool:

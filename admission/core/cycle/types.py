@@ -162,6 +162,18 @@ class CycleInput:
 
 
 @dataclass(frozen=True, slots=True)
+class CycleStats:
+    """How a cycle treated the groups it reached in their turn (late members and `BehindInQueue` aside)."""
+
+    evaluated: int = 0  # placed and charged
+    parked: int = 0  # given their parked Wait again, not evaluated
+    # Of the evaluated, those parked by the last cycle: woken by a change (or the safety period). Each group
+    # is reached at most once per cycle, so `woken` never exceeds the number parked before the cycle.
+    woken: int = 0
+    parked_after: int = 0  # the groups the next cycle starts with parked
+
+
+@dataclass(frozen=True, slots=True)
 class CycleResult:
     decisions: tuple[GroupDecision, ...]
     state: QueueState  # accounting after this cycle's admissions
@@ -170,6 +182,7 @@ class CycleResult:
     # Whom to evict for the groups that wait (`decide`); their Waits in `decisions` say so already.
     preemptions: Preemptions = field(default_factory=Preemptions)
     parking: Parking | None = None  # what the next cycle's input takes (with `CycleInput.parking`)
+    stats: CycleStats = field(default_factory=CycleStats)
 
     @property
     def admitted(self) -> tuple[Admit, ...]:

@@ -65,6 +65,9 @@ def test_a_cycle_exports_quota_usage_groups_and_the_release() -> None:
         assert value(registry, "draq_admission_latency_seconds_count", cluster_queue="main") == 1
         assert value(registry, "draq_cycle_duration_seconds_count") == 1
         assert value(registry, "draq_cycle_step_duration_seconds_count", step="allocator") == 1
+        groups = {o: value(registry, "draq_cycle_groups_total", outcome=o) for o in ("evaluated", "parked", "woken")}
+        assert groups == {"evaluated": 2, "parked": 0, "woken": 0}
+        assert value(registry, "draq_parked_groups") == 1  # b-later, over quota
         assert value(registry, "draq_devices", node="node-0", driver="gpu.example.com") == 4
         assert value(registry, "draq_leader") == 1
         assert value(registry, "draq_accounting_gaps", kind="OutsideQueues") == 0  # every kind has a series
