@@ -23,6 +23,7 @@ from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.paths import InvalidName, Resource
 from admission.kube.reflector import Key, Reflector, metadata
 from admission.kube.watches import SHARED, ReflectorSet, Watch, owner_table, table
+from admission.webhook.started import StartedGroups
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,21 @@ def owner_watches(resources: Iterable[Resource]) -> tuple[Watch, ...]:
     return owner_table(resources, lambda r: _job_size if r.kind == "Job" else _with_spec, _metadata_only)
 
 
+def pending_counts(pod_groups: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
+    """Pending PodGroups by namespace and LocalQueue."""
+    counts: dict[tuple[str, str], int] = {}
+    for group in pod_groups:
+        if group["status"].get("phase") in PENDING_PHASES:
+            key = (group["metadata"].get("namespace") or "", group["spec"].get("queue") or "")
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _started_pod_group(namespace: str, name: str, queue: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": namespace, "name": name}, "spec": {"queue": queue},
+            "status": {"phase": "Pending"}}
+
+
 class _Stores:
     """`Lookups` over stores of projected objects, by kind."""
 
@@ -121,20 +137,32 @@ class _Stores:
         return self._get("Lease", namespace, name)
 
     def pod_group(self, namespace: str, name: str) -> JsonObject | None:
-        return self._get("PodGroup", namespace, name)
+        """The cached PodGroup, or a pending stand-in for a group the webhook let start whose PodGroup is not
+        cached yet (`started`): its later members are members of an existing group."""
+        found = self._get("PodGroup", namespace, name)
+        if found is not None:
+            return found
+        queue = self._started().queue_of(namespace, name)
+        return None if queue is None else _started_pod_group(namespace, name, queue)
 
     def claim_template(self, namespace: str, name: str) -> JsonObject | None:
         return self._get("ResourceClaimTemplate", namespace, name)
 
     def pending_groups(self, namespace: str, local_queue: str) -> int:
         """The larger of the LocalQueue's status.pendingGroups (the operator's last count) and its PodGroups
-        pending now: each may be behind the other by a cycle."""
+        pending now, the groups the webhook let start and whose PodGroup is not cached yet included: each may
+        be behind the other by a cycle."""
         queue = self._get("LocalQueue", namespace, local_queue)
         counted = (queue or {}).get("status", {}).get("pendingGroups") or 0
-        live = sum(1 for group in self._all("PodGroup")
-                   if group["metadata"].get("namespace") == namespace and group["spec"].get("queue") == local_queue
-                   and group["status"].get("phase") in PENDING_PHASES)
-        return max(counted, live)
+        unseen = self._started().unseen(namespace, local_queue,
+                                        lambda group: self._get("PodGroup", namespace, group) is not None)
+        return max(counted, self._live_pending(namespace, local_queue) + unseen)
+
+    def _live_pending(self, namespace: str, local_queue: str) -> int:
+        return pending_counts(self._all("PodGroup")).get((namespace, local_queue), 0)
+
+    def _started(self) -> StartedGroups:
+        raise NotImplementedError
 
 
 class FetchedView(_Stores):
@@ -152,6 +180,14 @@ class FetchedView(_Stores):
         merged = {**{r: o for r, o in self._cache.stores(kind).items()}, **self._fetched.get(kind, {})}
         return merged.values()
 
+    def _live_pending(self, namespace: str, local_queue: str) -> int:
+        if "PodGroup" in self._fetched:
+            return super()._live_pending(namespace, local_queue)
+        return self._cache._live_pending(namespace, local_queue)
+
+    def _started(self) -> StartedGroups:
+        return self._cache.started
+
 
 class WebhookCache(_Stores, ReflectorSet[Reflector]):
     """`Lookups` for the decisions, from the reflectors' stores."""
@@ -164,6 +200,8 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
         self._recent_misses: dict[ObjectRef, float] = {}
         self._miss_memory = miss_memory
         self._clock = clock
+        self.started = StartedGroups(clock)
+        self._pending: tuple[int, dict[tuple[str, str], int]] = (-1, {})  # by the PodGroups' store generation
 
     def stores(self, kind: str) -> Mapping[Key, dict[str, Any]]:
         reflector = self.reflectors.get(kind)
@@ -174,6 +212,25 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
 
     def _all(self, kind: str) -> Iterable[dict[str, Any]]:
         return self.stores(kind).values()
+
+    def _live_pending(self, namespace: str, local_queue: str) -> int:
+        """Counted once per change of the PodGroups' store, not once per review: a flood of pods asks for
+        every one of them."""
+        reflector = self.reflectors.get("PodGroup")
+        if reflector is None:
+            return 0
+        generation, counts = self._pending
+        if generation != reflector.generation:
+            counts = pending_counts(reflector.store.values())
+            self._pending = (reflector.generation, counts)
+        return counts.get((namespace, local_queue), 0)
+
+    def _started(self) -> StartedGroups:
+        return self.started
+
+    def note_started(self, namespace: str, queue: str, group: str) -> None:
+        """An allowed pod started a group (`core.review.started_group`)."""
+        self.started.note(namespace, queue, group)
 
     async def fetch(self, refs: tuple[ObjectRef, ...]) -> FetchedView | None:
         """Fetch objects a decision missed, for that decision only; None when none of them exists."""

@@ -38,12 +38,14 @@ from admission.core.review import (
     parse_review,
     render_response,
     request_uid,
+    started_group,
     uid_from_prefix,
     validate,
 )
 
 log = logging.getLogger(__name__)
 Decide = Callable[[AdmissionRequest, Lookups], Decision]
+Noted = Callable[[AdmissionRequest, Lookups, Decision], None]
 
 MIB = 1024 * 1024
 MAX_BODY_BYTES = 7 * MIB
@@ -188,10 +190,16 @@ class ReviewObserver(Protocol):
         ...
 
 
+class GroupStarts(Protocol):
+    def note_started(self, namespace: str, queue: str, group: str) -> None:
+        """An allowed pod started a group whose PodGroup does not exist yet (`core.review.started_group`)."""
+        ...
+
+
 class AdmissionHandlers:
     def __init__(self, lookups: Lookups, policy: GatingPolicy, fetcher: Fetcher | None = None,
                  observer: ReviewObserver | None = None, limits: BodyLimits | None = None,
-                 clients: ClientCheck | None = None) -> None:
+                 clients: ClientCheck | None = None, starts: GroupStarts | None = None) -> None:
         self._lookups = lookups
         self._policy = policy
         self._fetcher = fetcher
@@ -199,14 +207,26 @@ class AdmissionHandlers:
         self.limits = limits or BodyLimits()
         self.budget = BodyBudget(self.limits.budget_bytes, self.limits.small_reserve_bytes)
         self._clients = clients
+        self._starts = starts
 
     async def mutate(self, request: web.Request) -> web.StreamResponse:
         return await self._observed("mutate", request, lambda r, lookups: mutate(r, lookups, self._policy))
 
     async def validate(self, request: web.Request) -> web.StreamResponse:
-        return await self._observed("validate", request, lambda r, lookups: validate(r, lookups, self._policy))
+        return await self._observed("validate", request, lambda r, lookups: validate(r, lookups, self._policy),
+                                    self._note_started)
 
-    async def _observed(self, webhook: str, request: web.Request, decide: Decide) -> web.StreamResponse:
+    def _note_started(self, review: AdmissionRequest, lookups: Lookups, decision: Decision) -> None:
+        """Count a group an allowed pod starts as pending at once, before the operator writes its PodGroup
+        (`webhook.started`). Decided and noted without an await between: no other review comes in between."""
+        if self._starts is None or not decision.allowed:
+            return
+        started = started_group(review, lookups, self._policy)
+        if started is not None:
+            self._starts.note_started(review.namespace, *started)
+
+    async def _observed(self, webhook: str, request: web.Request, decide: Decide,
+                        noted: Noted | None = None) -> web.StreamResponse:
         started = time.perf_counter()
         refusal = self._refusal(request)
         if refusal is not None:
@@ -221,7 +241,7 @@ class AdmissionHandlers:
             body = await self._body(request)
             if isinstance(body, web.StreamResponse):
                 return body
-            review, document = await self._review(body, decide)
+            review, document = await self._review(body, decide, noted)
         if self._observer is not None:
             self._observer.reviewed(webhook, review, document, time.perf_counter() - started)
         return _reply(document)
@@ -248,11 +268,12 @@ class AdmissionHandlers:
     def _too_large(self) -> str:
         return f"the body is larger than the webhook accepts ({self.limits.max_body_bytes} bytes)"
 
-    async def _review(self, body: bytes | bytearray, decide: Decide) -> tuple[AdmissionRequest | None, dict[str, Any]]:
+    async def _review(self, body: bytes | bytearray, decide: Decide,
+                      noted: Noted | None) -> tuple[AdmissionRequest | None, dict[str, Any]]:
         review = self._read(body)
         if not isinstance(review, AdmissionRequest):
             return None, review
-        return review, render_response(review.uid, await self._decide(review, decide))
+        return review, render_response(review.uid, await self._decide(review, decide, noted))
 
     def _read(self, body: bytes | bytearray) -> AdmissionRequest | dict[str, Any]:
         values = body.count(b",") + 1
@@ -262,13 +283,17 @@ class AdmissionHandlers:
                                       f"parses ({self.limits.max_values})")
         return read_review(body)
 
-    async def _decide(self, review: AdmissionRequest, decide: Decide) -> Decision:
+    async def _decide(self, review: AdmissionRequest, decide: Decide, noted: Noted | None = None) -> Decision:
         try:
-            decision = decide(review, self._lookups)
+            lookups = self._lookups
+            decision = decide(review, lookups)
             if decision.missing and self._fetcher is not None:
                 fresh = await self._fetcher.fetch(decision.missing)
                 if fresh is not None:
-                    decision = decide(review, fresh)
+                    lookups = fresh
+                    decision = decide(review, lookups)
+            if noted is not None:
+                noted(review, lookups, decision)
             return decision
         except Exception:
             log.exception("deciding on %s (uid %s) failed", review.describe(), review.uid)

@@ -112,7 +112,8 @@ class WebhookService:
                               max_pending_groups=settings.max_pending_groups,
                               workload_kinds=frozenset(r.kind for r in owners))
         clients = TokenFile(settings.client_token_file) if settings.client_token_file else None
-        handlers = AdmissionHandlers(self.cache, policy, self.cache, self.metrics, settings.bodies, clients)
+        handlers = AdmissionHandlers(self.cache, policy, self.cache, self.metrics, settings.bodies, clients,
+                                     starts=self.cache)
         if settings.client_ca_file is not None:
             self.tls.require_client_certificates(settings.client_ca_file)
         self.server = await start_server(build_app(handlers), self.tls.context, settings.host, settings.port,

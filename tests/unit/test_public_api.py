@@ -69,7 +69,7 @@ PUBLIC = {
         "AdmissionRequest", "Decision", "EXEMPTIBLE_OWNER_KINDS", "GatingPolicy", "JsonObject", "Lookups",
         "MalformedReview", "ObjectRef", "QueueChoice", "TOTALLED_WORKLOADS", "device_use", "label_value",
         "malformed_response", "mutate", "namespace_is_managed", "parse_review", "pending_cap", "pod_queue",
-        "render_response", "request_uid", "uid_from_prefix", "validate"
+        "render_response", "request_uid", "started_group", "uid_from_prefix", "validate"
     ],
     "admission.core.telemetry": [
         "AllocatedDevice", "GROUP_PHASES", "GapFigures", "GroupFigures", "LocalQueueFigure", "PodQueue", "QueueFigure",

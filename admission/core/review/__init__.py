@@ -38,7 +38,7 @@ from admission.core.review.envelope import (
     uid_from_prefix,
 )
 from admission.core.review.lookups import EXEMPTIBLE_OWNER_KINDS, GatingPolicy, Lookups
-from admission.core.review.pending_cap import pending_cap
+from admission.core.review.pending_cap import pending_cap, started_group
 from admission.core.review.pod_mutation import mutate
 from admission.core.review.queue_choice import QueueChoice, namespace_is_managed, pod_queue
 from admission.core.review.validating import validate
@@ -65,6 +65,7 @@ __all__ = [
     "pod_queue",
     "render_response",
     "request_uid",
+    "started_group",
     "uid_from_prefix",
     "validate",
 ]
