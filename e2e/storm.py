@@ -19,6 +19,7 @@ import json
 import os
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -31,9 +32,11 @@ from typing import Any
 
 import aiohttp
 import yaml
+from kubernetes import client
 
-from admission.core.labels import GROUP_LABEL, GROUP_MIN_LABEL, QUEUE_LABEL
+from admission.core.labels import GROUP_LABEL, GROUP_MIN_LABEL, MANAGED_LABEL, QUEUE_LABEL
 
+REPO = Path(__file__).resolve().parents[1]
 CAP_MESSAGE = "at or over its cap"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
@@ -52,6 +55,92 @@ def claim_template(namespace: str, name: str, gpus: int) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"spec": {"devices": {"requests": [
                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": gpus}}]}}}}
+
+
+# ----- the scenario: four tenants -------------------------------------------------------------------------
+ROLES = ("run", "new", "flood", "park")  # a running gang, a newcomer, the flood, the parked groups
+
+
+def queue_objects(unique: str) -> list[dict[str, Any]]:
+    """A QuotaUnit of GPUs, and per role a managed namespace `<role>-<unique>` with a ClusterQueue of its name."""
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": f"gpus-{unique}"},
+         "spec": {"devices": {"deviceClassNames": ["gpu.nvidia.com"]}}}]
+    for role in ROLES:
+        namespace = f"{role}-{unique}"
+        objects += [
+            {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": namespace, "labels": {MANAGED_LABEL: "true"}}},
+            {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": namespace},
+             "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                      "quotas": [{"unit": f"gpus-{unique}", "nominal": 100000}]}}]
+    return objects
+
+
+def local_queues(unique: str, cap: int, parked_queues: int) -> list[dict[str, Any]]:
+    """LocalQueue `lq` of each role (the flood's capped at `cap` pending groups), and `lq-<i>` of the parked."""
+    def local(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": namespace, **spec}}
+    return [local(f"run-{unique}", "lq"), local(f"new-{unique}", "lq"),
+            local(f"flood-{unique}", "lq", maxPendingGroups=cap),
+            *(local(f"park-{unique}", f"lq-{i}") for i in range(parked_queues))]
+
+
+def create_gang(api: Any, namespace: str, group: str, template: str, size: int) -> list[str]:
+    core = client.CoreV1Api(api)
+    names = [f"{group}-{i}" for i in range(size)]
+    for name in names:
+        core.create_namespaced_pod(namespace, pod(namespace, name, "lq", template, group, size))
+    return names
+
+
+def placed(api: Any, namespace: str, names: list[str]) -> dict[str, tuple[str, str, str]] | None:
+    """name -> (uid, node, phase) once every pod is bound and running; None before."""
+    core = client.CoreV1Api(api)
+    found = {}
+    for name in names:
+        p = core.read_namespaced_pod(name, namespace)
+        if not p.spec.node_name or p.status.phase != "Running" or p.metadata.deletion_timestamp:
+            return None
+        found[name] = (p.metadata.uid, p.spec.node_name, p.status.phase)
+    return found
+
+
+def park(api: Any, namespace: str, queues: int, per_queue: int) -> None:
+    """One-pod groups that never fit (template `junk`), `per_queue` in each LocalQueue `lq-<i>`."""
+    core = client.CoreV1Api(api)
+    for queue in range(queues):
+        for index in range(per_queue):
+            name = f"parked-{queue}-{index}"
+            core.create_namespaced_pod(namespace, pod(namespace, name, f"lq-{queue}", "junk", name))
+
+
+def start_flood(kubeconfig: Path, namespace: str, rate: float, seconds: float,
+                connections: int) -> subprocess.Popen[str]:
+    """The flood as a process of its own, into LocalQueue `lq` with template `junk`; `flood_counts` reads it."""
+    return subprocess.Popen([sys.executable, "-m", "e2e.storm", "flood", str(kubeconfig), namespace, "lq", "junk",
+                             str(rate), str(seconds), str(connections)],
+                            cwd=REPO, stdout=subprocess.PIPE, text=True)
+
+
+def flood_counts(process: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return dict(json.loads(output.strip().splitlines()[-1]))
+
+
+def pod_groups(api: Any, namespace: str) -> list[dict[str, Any]]:
+    listing = client.CustomObjectsApi(api).list_namespaced_custom_object("draq.io", "v1alpha1", namespace, "podgroups")
+    return list(listing["items"])
+
+
+def phases(api: Any, namespace: str) -> dict[str, str]:
+    return {g["metadata"]["name"]: g.get("status", {}).get("phase") for g in pod_groups(api, namespace)}
 
 
 # ----- the flood ---------------------------------------------------------------------------------------------
@@ -160,13 +249,14 @@ def run_flood(argv: list[str]) -> int:
 
 # ----- the flapping node ------------------------------------------------------------------------------------
 class Flapper:
-    """Flips a node between Ready and NotReady every `period` seconds (its status condition, and the
-    not-ready taint the node-lifecycle controller would add) until stopped; ends Ready and untainted."""
+    """Flips a node between Ready and NotReady every `period` seconds (its status condition and, when
+    `tainted`, the not-ready taint the node-lifecycle controller would add) until stopped; ends Ready."""
 
-    def __init__(self, core: Any, node: str, period: float = 1.0) -> None:
+    def __init__(self, core: Any, node: str, period: float = 1.0, tainted: bool = True) -> None:
         self.core = core
         self.node = node
         self.period = period
+        self.tainted = tainted
         self.flips = 0
         self.errors = 0
         self._stop = threading.Event()
@@ -197,6 +287,8 @@ class Flapper:
                      "lastTransitionTime": now, "reason": "KubeletReady" if ready else "KubeletNotReady",
                      "message": "simulated" if ready else "simulated flap"}
         self.core.patch_node_status(self.node, {"status": {"conditions": [condition]}})
+        if not self.tainted:
+            return
         node = self.core.read_node(self.node)
         taints = [t.to_dict() for t in (node.spec.taints or []) if t.key != NOT_READY_TAINT["key"]]
         taints = [{k: v for k, v in t.items() if v is not None} for t in taints]

@@ -16,9 +16,6 @@ and webhooks, as its own ServiceAccount). Small sizes, so that the module runs i
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,11 +26,24 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from admission.core.labels import MANAGED_LABEL
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from e2e.draq_process import DraqProcess
-from e2e.storm import DraqFigures, Flapper, RssSampler, claim_template, pod
+from e2e.storm import (
+    DraqFigures,
+    Flapper,
+    RssSampler,
+    claim_template,
+    create_gang,
+    flood_counts,
+    local_queues,
+    park,
+    phases,
+    placed,
+    pod_groups,
+    queue_objects,
+    start_flood,
+)
 from e2e.test_metrics import service_account_kubeconfig, start_draq
 from e2e.test_operator import apply
 from e2e.waiting import until
@@ -59,30 +69,6 @@ class Stack:
         return f"{role}-{self.unique}"
 
 
-def _queues(unique: str) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "draq.io/v1alpha1", "kind": "QuotaUnit", "metadata": {"name": f"gpus-{unique}"},
-         "spec": {"devices": {"deviceClassNames": ["gpu.nvidia.com"]}}}]
-    for role in ("run", "new", "flood", "park"):
-        namespace = f"{role}-{unique}"
-        objects += [
-            {"apiVersion": "v1", "kind": "Namespace",
-             "metadata": {"name": namespace, "labels": {MANAGED_LABEL: "true"}}},
-            {"apiVersion": "draq.io/v1alpha1", "kind": "ClusterQueue", "metadata": {"name": namespace},
-             "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                      "quotas": [{"unit": f"gpus-{unique}", "nominal": 100000}]}}]
-    return objects
-
-
-def _local_queues(unique: str) -> list[dict[str, Any]]:
-    def local(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-        return {"apiVersion": "draq.io/v1alpha1", "kind": "LocalQueue",
-                "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": namespace, **spec}}
-    return [local(f"run-{unique}", "lq"), local(f"new-{unique}", "lq"),
-            local(f"flood-{unique}", "lq", maxPendingGroups=CAP),
-            *(local(f"park-{unique}", f"lq-{i}") for i in range(PARKED_QUEUES))]
-
-
 @pytest.fixture(scope="module")
 def stack(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
@@ -97,8 +83,8 @@ def stack(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator,
     work = tmp_path_factory.mktemp("storm")
     draq = start_draq(service_account_kubeconfig(control_plane, work), work / "draq.log")
     try:
-        apply(control_plane, *_queues(unique))
-        apply(control_plane, *_local_queues(unique))
+        apply(control_plane, *queue_objects(unique))
+        apply(control_plane, *local_queues(unique, CAP, PARKED_QUEUES))
         custom = client.CustomObjectsApi(api)
         for role, name, gpus in (("run", "four", 4), ("new", "two", 2), ("flood", "junk", 16), ("park", "junk", 16)):
             control_plane.wait_for_service_account(f"{role}-{unique}")
@@ -111,67 +97,28 @@ def stack(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator,
         print("\n" + draq.log_tail(15))
 
 
-def _gang(api: Any, namespace: str, group: str, template: str, size: int) -> list[str]:
-    core = client.CoreV1Api(api)
-    names = [f"{group}-{i}" for i in range(size)]
-    for name in names:
-        core.create_namespaced_pod(namespace, pod(namespace, name, "lq", template, group, size))
-    return names
-
-
-def _placed(api: Any, namespace: str, names: list[str]) -> dict[str, tuple[str, str, str]] | None:
-    """name -> (uid, node, phase) once every pod is bound and running; None before."""
-    core = client.CoreV1Api(api)
-    found = {}
-    for name in names:
-        p = core.read_namespaced_pod(name, namespace)
-        if not p.spec.node_name or p.status.phase != "Running" or p.metadata.deletion_timestamp:
-            return None
-        found[name] = (p.metadata.uid, p.spec.node_name, p.status.phase)
-    return found
-
-
-def _pod_groups(api: Any, namespace: str) -> list[dict[str, Any]]:
-    listing = client.CustomObjectsApi(api).list_namespaced_custom_object("draq.io", "v1alpha1", namespace, "podgroups")
-    return list(listing["items"])
-
-
-def _phases(api: Any, namespace: str) -> dict[str, str]:
-    return {g["metadata"]["name"]: g.get("status", {}).get("phase") for g in _pod_groups(api, namespace)}
-
-
-def _run_flood(control_plane: ControlPlane, namespace: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "e2e.storm", "flood", str(control_plane.kubeconfig), namespace,
-                             "lq", "junk", str(FLOOD_RATE), str(FLOOD_SECONDS), str(CONNECTIONS)],
-                            cwd=REPO, stdout=subprocess.PIPE, text=True)
-
-
 def test_a_pod_flood_stops_at_the_cap_and_disturbs_no_admitted_gang(control_plane: ControlPlane,
                                                                       stack: Stack) -> None:
     api = stack.api
-    running = _gang(api, stack.ns("run"), "running", "four", 2)
-    before = until("the running gang to be bound and running", lambda: _placed(api, stack.ns("run"), running),
+    running = create_gang(api, stack.ns("run"), "running", "four", 2)
+    before = until("the running gang to be bound and running", lambda: placed(api, stack.ns("run"), running),
                    timeout=60)
-    until("the running gang's PodGroup to say Running", lambda: _phases(api, stack.ns("run")),
-          accept=lambda phases: phases == {"running": "Running"}, timeout=30)
+    until("the running gang's PodGroup to say Running", lambda: phases(api, stack.ns("run")),
+          accept=lambda seen: seen == {"running": "Running"}, timeout=30)
     figures_before = stack.figures.read()
     with RssSampler(stack.figures) as rss:
-        flood = _run_flood(control_plane, stack.ns("flood"))
+        flood = start_flood(control_plane.kubeconfig, stack.ns("flood"), FLOOD_RATE, FLOOD_SECONDS, CONNECTIONS)
+        time.sleep(FLOOD_SECONDS / 3)
+        arrived = time.monotonic()
+        newcomer = create_gang(api, stack.ns("new"), "newcomer", "two", 2)
         try:
-            time.sleep(FLOOD_SECONDS / 3)
-            arrived = time.monotonic()
-            newcomer = _gang(api, stack.ns("new"), "newcomer", "two", 2)
-            until("the newcomer to be bound during the flood", lambda: _placed(api, stack.ns("new"), newcomer),
+            until("the newcomer to be bound during the flood", lambda: placed(api, stack.ns("new"), newcomer),
                   timeout=60)
             newcomer_seconds = time.monotonic() - arrived
-            output, _ = flood.communicate(timeout=FLOOD_SECONDS + 90)
         finally:
-            if flood.poll() is None:
-                flood.kill()
-                flood.wait()
-        counts = json.loads(output.strip().splitlines()[-1])
+            counts = flood_counts(flood, FLOOD_SECONDS + 90)
         ended = time.monotonic()
-        written = until("a PodGroup for every group let in", lambda: len(_pod_groups(api, stack.ns("flood"))),
+        written = until("a PodGroup for every group let in", lambda: len(pod_groups(api, stack.ns("flood"))),
                         timeout=CATCH_UP_SECONDS, accept=lambda n: n >= counts["created"])
         caught_up = time.monotonic() - ended
     flooded = stack.figures.read().since(figures_before)
@@ -186,18 +133,14 @@ def test_a_pod_flood_stops_at_the_cap_and_disturbs_no_admitted_gang(control_plan
     assert f"cap of {CAP} (its spec.maxPendingGroups)" in counts["sample_refusal"], counts
     assert flooded["slow_reviews"] == 0, flooded
     assert peak < RSS_BOUND_MIB, peak
-    assert _placed(api, stack.ns("run"), running) == before  # the same pods on the same nodes, still running
-    assert _phases(api, stack.ns("run")) == {"running": "Running"}  # not evicted
+    assert placed(api, stack.ns("run"), running) == before  # the same pods on the same nodes, still running
+    assert phases(api, stack.ns("run")) == {"running": "Running"}  # not evicted
     assert flooded["cycles"] > 0, flooded  # the catch-up above is what says the cycles keep up
 
 
 def test_a_flapping_node_wakes_each_parked_group_at_most_once_per_cycle(stack: Stack) -> None:
     api = stack.api
-    for queue in range(PARKED_QUEUES):
-        for index in range(PER_QUEUE):
-            name = f"parked-{queue}-{index}"
-            client.CoreV1Api(api).create_namespaced_pod(stack.ns("park"), pod(stack.ns("park"), name,
-                                                                              f"lq-{queue}", "junk", name))
+    park(api, stack.ns("park"), PARKED_QUEUES, PER_QUEUE)
     parked_groups = PARKED_QUEUES * PER_QUEUE
     until("the groups to be parked", lambda: stack.figures.read().parked_now, timeout=60,
           accept=lambda n: n >= parked_groups)
