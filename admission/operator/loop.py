@@ -94,6 +94,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 WRITE_CONCURRENCY = 16
+
+
+def _write_order(decision: GroupDecision) -> int:
+    return 0 if isinstance(decision, (Admit, Extend)) else 1
 """Groups whose decisions are written at the same time (each group's own writes stay in order)."""
 
 IDLE_SETTLE_SECONDS = 0.01
@@ -333,10 +337,11 @@ class Operator:
                 except KubeApiError as err:
                     self._group_failed(group, err)
 
-        # Groups are written side by side; within a group the order stays record first, then release.
+        # Groups are written side by side; within a group the order stays record first, then release. Admissions
+        # take the write slots first: a burst of new groups' Wait writes (a flood) must not hold up a release.
         try:
             async with asyncio.TaskGroup() as writing:
-                for decision in result.decisions:
+                for decision in sorted(result.decisions, key=_write_order):
                     if not self._already_said(decision, groups[decision.group]):
                         writing.create_task(write(decision))
         except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
