@@ -94,6 +94,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 WRITE_CONCURRENCY = 16
+WAIT_WRITE_SECONDS = 2.0
+"""How long a pass starts writing other groups' Waits: past it the rest is left to the next pass (admissions are
+always written), so that a flood of new waiting groups on a slow API server does not make one pass last a
+minute while a newcomer's pods wait for the next one."""
 
 
 def _write_order(decision: GroupDecision) -> int:
@@ -321,10 +325,15 @@ class Operator:
         self._parking = result.parking or self._parking
         groups = reading.by_key
         gate = asyncio.Semaphore(WRITE_CONCURRENCY)
+        writing_since, deferred = self.clock.monotonic(), 0
 
         async def write(decision: GroupDecision) -> None:
+            nonlocal deferred
             group = groups[decision.group]
             async with gate:
+                if _write_order(decision) and self.clock.monotonic() - writing_since > WAIT_WRITE_SECONDS:
+                    deferred += 1  # not said: the next pass writes it
+                    return
                 try:
                     if isinstance(decision, Admit):
                         await self._admit(reading, group, decision)
@@ -346,6 +355,10 @@ class Operator:
                         writing.create_task(write(decision))
         except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
             raise failed.exceptions[0] from None
+        if deferred:
+            log.info("%d waiting groups' status left to the next pass (writes took over %.0f s)", deferred,
+                     WAIT_WRITE_SECONDS)
+            self.cache.changed.set()
         if result.preemptions.preempts:
             await self.evictor.preempt(reading, result.preemptions, now)
         await self._write_queue_status(reading, result.state, result.waiting)
