@@ -48,6 +48,7 @@ from e2e.storm import (
     park,
     phases,
     placed,
+    pod_count,
     pod_groups,
     queue_objects,
     start_flood,
@@ -99,7 +100,7 @@ def flood_phase(plane: ControlPlane, figures: DraqFigures, args: argparse.Namesp
         flood = start_flood(plane.kubeconfig, flood_ns, args.rate, args.seconds, args.connections)
         time.sleep(args.seconds / 3)
         arrived = time.monotonic()
-        newcomer = create_gang(api, new_ns, "newcomer", "two", 2)
+        newcomer = create_gang(api, new_ns, "newcomer", "two", 2, own_claims=True)
         try:
             newcomer_seconds = wait("the newcomer", lambda: placed(api, new_ns, newcomer), args.timeout)
         finally:
@@ -109,9 +110,11 @@ def flood_phase(plane: ControlPlane, figures: DraqFigures, args: argparse.Namesp
                          lambda: len(pod_groups(api, flood_ns)) >= counts["created"], args.timeout)
         flood_load = load()
     spent = figures.read().since(before)
+    stored = pod_count(api, flood_ns)
     untouched = placed(api, run_ns, running) == before_pods and phases(api, run_ns) == {"running": "Running"}
     print(f"flood: reached {counts['rate']}/s ({counts['attempted']} requests in {counts['seconds']} s): "
-          f"{counts['created']} created, {counts['refused_at_cap']} refused at the cap, other {counts['other']}; "
+          f"{counts['created']} created ({stored} pods in the namespace), {counts['refused_at_cap']} refused at the "
+          f"cap, other {counts['other']}; "
           f"create latency median {counts['latency_median']} s, p99 {counts['latency_p99']} s, "
           f"max {counts['latency_max']} s", flush=True)
     print(f"flood: webhook reviews {spent['reviews']:.0f}, over 5 s: {spent['slow_reviews']:.0f}; draq RSS median "
@@ -168,7 +171,7 @@ def main() -> None:
                                      allow_abbrev=False)
     parser.add_argument("--rate", type=float, default=1000, help="target pod creations per second")
     parser.add_argument("--seconds", type=float, default=60, help="how long the flood lasts")
-    parser.add_argument("--connections", type=int, default=256, help="the flood's concurrent requests")
+    parser.add_argument("--connections", type=int, default=128, help="the flood's concurrent requests")
     parser.add_argument("--cap", type=int, default=1000, help="the flood's LocalQueue's maxPendingGroups")
     parser.add_argument("--parked", type=int, default=200, help="parked groups during the storm")
     parser.add_argument("--storm", type=float, default=60, help="seconds of flapping (with the taint)")

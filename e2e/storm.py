@@ -41,11 +41,14 @@ CAP_MESSAGE = "at or over its cap"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
 
-def pod(namespace: str, name: str, queue: str, claim_template: str, group: str, size: int = 1) -> dict[str, Any]:
+def pod(namespace: str, name: str, queue: str, claim_template: str, group: str, size: int = 1,
+        claim: str | None = None) -> dict[str, Any]:
+    """A pod of `group` whose claim `gpu` comes from `claim_template`, or is the ResourceClaim `claim`."""
     labels = {QUEUE_LABEL: queue, GROUP_LABEL: group, GROUP_MIN_LABEL: str(size)}
+    source = {"resourceClaimName": claim} if claim else {"resourceClaimTemplateName": claim_template}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0,
-                     "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": claim_template}],
+                     "resourceClaims": [{"name": "gpu", **source}],
                      "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                                      "resources": {"requests": {"cpu": "10m"}, "claims": [{"name": "gpu"}]}}]}}
 
@@ -87,11 +90,24 @@ def local_queues(unique: str, cap: int, parked_queues: int) -> list[dict[str, An
             *(local(f"park-{unique}", f"lq-{i}") for i in range(parked_queues))]
 
 
-def create_gang(api: Any, namespace: str, group: str, template: str, size: int) -> list[str]:
+def create_gang(api: Any, namespace: str, group: str, template: str, size: int, own_claims: bool = False
+                ) -> list[str]:
+    """`size` pods in LocalQueue `lq`. With `own_claims` each pod names a ResourceClaim made here from the
+    template's request, so that the gang does not wait for the resourceclaim controller (which a flood of
+    pods keeps busy making their claims, at its client's 20 requests a second)."""
     core = client.CoreV1Api(api)
     names = [f"{group}-{i}" for i in range(size)]
+    templates = client.CustomObjectsApi(api)
     for name in names:
-        core.create_namespaced_pod(namespace, pod(namespace, name, "lq", template, group, size))
+        claim = None
+        if own_claims:
+            spec = templates.get_namespaced_custom_object("resource.k8s.io", "v1", namespace,
+                                                          "resourceclaimtemplates", template)["spec"]["spec"]
+            claim = f"{name}-gpu"
+            templates.create_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims", {
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": claim, "namespace": namespace}, "spec": spec})
+        core.create_namespaced_pod(namespace, pod(namespace, name, "lq", template, group, size, claim))
     return names
 
 
@@ -132,6 +148,10 @@ def flood_counts(process: subprocess.Popen[str], timeout: float) -> dict[str, An
             process.kill()
             process.wait()
     return dict(json.loads(output.strip().splitlines()[-1]))
+
+
+def pod_count(api: Any, namespace: str) -> int:
+    return len(client.CoreV1Api(api).list_namespaced_pod(namespace).items)
 
 
 def pod_groups(api: Any, namespace: str) -> list[dict[str, Any]]:
@@ -197,7 +217,7 @@ async def flood(api: ApiServer, namespace: str, queue: str, template: str, rate:
         index = 0
         while (now := time.monotonic() - started) < seconds:
             due = int(now * rate) + 1
-            while index < due:
+            while index < due and time.monotonic() - started < seconds:
                 await slots.acquire()
                 name = f"{prefix}{index:06d}"
                 task = asyncio.ensure_future(_create(session, url, pod(namespace, name, queue, template, name),

@@ -40,6 +40,7 @@ from e2e.storm import (
     park,
     phases,
     placed,
+    pod_count,
     pod_groups,
     queue_objects,
     start_flood,
@@ -110,7 +111,7 @@ def test_a_pod_flood_stops_at_the_cap_and_disturbs_no_admitted_gang(control_plan
         flood = start_flood(control_plane.kubeconfig, stack.ns("flood"), FLOOD_RATE, FLOOD_SECONDS, CONNECTIONS)
         time.sleep(FLOOD_SECONDS / 3)
         arrived = time.monotonic()
-        newcomer = create_gang(api, stack.ns("new"), "newcomer", "two", 2)
+        newcomer = create_gang(api, stack.ns("new"), "newcomer", "two", 2, own_claims=True)
         try:
             until("the newcomer to be bound during the flood", lambda: placed(api, stack.ns("new"), newcomer),
                   timeout=60)
@@ -128,6 +129,7 @@ def test_a_pod_flood_stops_at_the_cap_and_disturbs_no_admitted_gang(control_plan
           f"draq {flooded}")
     assert counts["attempted"] > CAP * 2, counts  # the flood went well past the cap
     assert counts["created"] == CAP, counts  # not one group more than the cap, although PodGroups lag
+    assert pod_count(api, stack.ns("flood")) == CAP
     assert counts["created"] + counts["refused_at_cap"] == counts["attempted"], counts  # nothing else failed
     assert f"LocalQueue {stack.ns('flood')}/lq" in counts["sample_refusal"], counts
     assert f"cap of {CAP} (its spec.maxPendingGroups)" in counts["sample_refusal"], counts

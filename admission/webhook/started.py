@@ -4,7 +4,8 @@ The operator writes a group's PodGroup a pass after its first pod; during a burs
 LocalQueue's count of pending groups would be behind by every group created since, and a flood could pass
 the cap by thousands. Each group an allowed pod CREATE starts (`core.review.started_group`) is counted
 pending here until its PodGroup is in the cache, or for `memory` seconds (a pod the API server did not
-store after all, e.g. refused by a later webhook, stops counting then). The groups kept are at most the
+store after all, e.g. refused by a later webhook, stops counting then; it is longer than the operator may take
+to write a flood's PodGroups). The groups kept are at most the
 caps of the LocalQueues they were let into.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 from admission.kube.clock import SYSTEM_CLOCK, Clock
 
-STARTED_MEMORY_SECONDS = 120.0
+STARTED_MEMORY_SECONDS = 600.0  # longer than the operator's pass can take under a flood on a loaded API server
 PRUNE_ABOVE = 50_000  # groups kept before the expired ones of every LocalQueue are dropped
 
 
