@@ -107,6 +107,8 @@ class Reflector:
         except KubeApiError as err:
             if err.status != 404:
                 raise
+            if self.synced.is_set() and not self.store:
+                return None  # still not served: nothing changed (a change would wake parked groups every retry)
             self.store = {}  # the CRD is not installed (yet)
             self._relist()
             self.synced.set()
