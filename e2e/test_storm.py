@@ -50,10 +50,10 @@ from e2e.test_operator import apply
 from e2e.waiting import until
 
 REPO = Path(__file__).resolve().parents[1]
-FLOOD_RATE, FLOOD_SECONDS, CONNECTIONS = 200, 15, 32
-CAP = 120  # the flood's LocalQueue's spec.maxPendingGroups
+FLOOD_RATE, FLOOD_SECONDS, CONNECTIONS = 200, 12, 32
+CAP = 50  # the flood's LocalQueue's spec.maxPendingGroups
 PARKED_QUEUES, PER_QUEUE = 4, 8  # a LocalQueue evaluates 8 groups that do not fit per cycle (queue_misses)
-STORM_SECONDS = 15
+STORM_SECONDS = 12
 RSS_BOUND_MIB = 600
 CATCH_UP_SECONDS = 60
 
