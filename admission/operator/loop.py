@@ -94,15 +94,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 WRITE_CONCURRENCY = 16
+"""Groups whose decisions are written at the same time (each group's own writes stay in order)."""
 WAIT_WRITE_SECONDS = 2.0
 """How long a pass starts writing other groups' Waits: past it the rest is left to the next pass (admissions are
 always written), so that a flood of new waiting groups on a slow API server does not make one pass last a
 minute while a newcomer's pods wait for the next one."""
-
-
-def _write_order(decision: GroupDecision) -> int:
-    return 0 if isinstance(decision, (Admit, Extend)) else 1
-"""Groups whose decisions are written at the same time (each group's own writes stay in order)."""
 
 IDLE_SETTLE_SECONDS = 0.01
 """An idle operator's quiet time after the first change: long enough for the watch events of one request
@@ -113,6 +109,11 @@ WAIT_DETAIL_SECONDS = 30.0
 itself does (its pods, PodGroup, owner); when only the rest of the cluster moved its message (the best node,
 a count of free devices, which every admission elsewhere can change), at most this often. Thousands of
 abandoned groups are then not all rewritten each time another tenant's group is admitted."""
+
+
+def _write_order(decision: GroupDecision) -> int:
+    """Admissions and extensions first (0), every other decision after them (1)."""
+    return 0 if isinstance(decision, (Admit, Extend)) else 1
 
 
 class Operator:
