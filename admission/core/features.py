@@ -43,8 +43,6 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
 # Gates new in 1.37 that change what the allocator does and that draq does not model: with one on, draq
 # says so (at start and in `draq allocate`) instead of answering as if it were off.
 UNMODELLED_GATES = {
-    "DRAFractionalCapacityRange": "capacity request policies with fractional min, max or step are rounded "
-                                  "on milli-units by the scheduler; draq rounds them exactly",
     "DRADeviceCompatibilityGroups": "devices of incompatible groups are not kept apart",
     "DRADerivedAttributes": "requests with derived attributes are not evaluated",
     "DRAOptionalNodeOperations": "optional node operations are not considered",
@@ -81,6 +79,8 @@ class FeatureGates:
     binding_conditions: bool = field(init=False, repr=False, compare=False)
     extended_resource: bool = field(init=False, repr=False, compare=False)
     list_type_attributes: bool = field(init=False, repr=False, compare=False)
+    # Capacity request policies rounded on milli-units rather than whole units (1.37).
+    fractional_capacity_range: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         on = self.enabled
@@ -93,7 +93,8 @@ class FeatureGates:
                 ("consumable_capacity", "DRAConsumableCapacity" in on),
                 ("binding_conditions", {"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"} <= on),
                 ("extended_resource", "DRAExtendedResource" in on),
-                ("list_type_attributes", "DRAListTypeAttributes" in on)):
+                ("list_type_attributes", "DRAListTypeAttributes" in on),
+                ("fractional_capacity_range", "DRAFractionalCapacityRange" in on)):
             object.__setattr__(self, name, value)
 
     def __contains__(self, gate: object) -> bool:

@@ -119,10 +119,11 @@ def missing_class(claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceC
 
 def permuting_release(gates: FeatureGates) -> bool:
     """Whether the scheduler's allocator tries permutations of devices rather than combinations: every
-    variant of 1.34 and 1.35, and 1.36's "stable" one (picked when no newer feature is on)."""
+    variant of 1.34 and 1.35, and the "stable" one of 1.36 and 1.37 (picked when no newer feature is on)."""
     if gates.minor <= 35:
         return True
-    return not (gates.consumable_capacity or gates.binding_conditions or gates.list_type_attributes)
+    return not (gates.consumable_capacity or gates.binding_conditions or gates.list_type_attributes
+                or gates.fractional_capacity_range)
 
 
 class NodeSearch:
@@ -156,6 +157,7 @@ class NodeSearch:
         self.plans: list[ClaimSearch] = []
         # Gate answers looked up once: they are read for every device tried.
         self.consumable_gate = gates.consumable_capacity
+        self.fractional_gate = gates.fractional_capacity_range
         self.binding_gate = gates.binding_conditions
         self.taints_gate = gates.device_taints
         self.partitions_gate = gates.partitionable_devices
@@ -346,7 +348,7 @@ class NodeSearch:
         requests = alternative.selection.capacity_requests
         if not requests and not multi:
             return True
-        amount = consumption(device, requests)
+        amount = consumption(device, requests, self.fractional_gate)
         if amount is None:
             return False
         if not multi:
@@ -569,7 +571,7 @@ class NodeSearch:
         device_id = device.id
         pick = Pick(alternative, device, shared=multi, counters=charged)
         if multi:
-            taken = consumption(device, alternative.selection.capacity_requests) or {}
+            taken = consumption(device, alternative.selection.capacity_requests, self.fractional_gate) or {}
             pick.consumed = taken
             mine = self.capacity_in_search.get(device_id)
             if mine is None:
