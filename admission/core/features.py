@@ -43,7 +43,6 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
 # Gates new in 1.37 that change what the allocator does and that draq does not model: with one on, draq
 # says so (at start and in `draq allocate`) instead of answering as if it were off.
 UNMODELLED_GATES = {
-    "DRADeviceCompatibilityGroups": "devices of incompatible groups are not kept apart",
     "DRADerivedAttributes": "requests with derived attributes are not evaluated",
     "DRAOptionalNodeOperations": "optional node operations are not considered",
 }
@@ -81,6 +80,9 @@ class FeatureGates:
     list_type_attributes: bool = field(init=False, repr=False, compare=False)
     # Capacity request policies rounded on milli-units rather than whole units (1.37).
     fractional_capacity_range: bool = field(init=False, repr=False, compare=False)
+    # Devices drawing on one counter set must share a compatibility group (1.37); with the gate off, 1.37
+    # ignores slices whose devices declare such groups.
+    compatibility_groups: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         on = self.enabled
@@ -94,7 +96,8 @@ class FeatureGates:
                 ("binding_conditions", {"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"} <= on),
                 ("extended_resource", "DRAExtendedResource" in on),
                 ("list_type_attributes", "DRAListTypeAttributes" in on),
-                ("fractional_capacity_range", "DRAFractionalCapacityRange" in on)):
+                ("fractional_capacity_range", "DRAFractionalCapacityRange" in on),
+                ("compatibility_groups", "DRADeviceCompatibilityGroups" in on)):
             object.__setattr__(self, name, value)
 
     def __contains__(self, gate: object) -> bool:

@@ -153,30 +153,35 @@ func (w *world) allocatedState() structured.AllocatedState {
 	return state
 }
 
-// features sets the allocator's features by gate name; a gate this release's allocator does
-// not know is an error, so a question never silently runs without it.
+// features sets the allocator's features by gate name, as Features.Set names each field (a field
+// named "A+B" needs both gates on). A gate no field knows is an error, so a question never silently
+// runs without it.
 func features(gates []string) (structured.Features, error) {
 	var f structured.Features
-	byGate := map[string]string{}
-	for i := 0; i < reflect.TypeOf(f).NumField(); i++ {
-		name := reflect.TypeOf(f).Field(i).Name
-		gate := "DRA" + name
-		if name == "DeviceBindingAndStatus" {
-			gate = "DRADeviceBindingConditions"
-		}
-		byGate[gate] = name
-	}
-	value := reflect.ValueOf(&f).Elem()
+	on := sets.New[string]()
 	for _, gate := range gates {
 		switch gate {
-		case "", "DRAResourceClaimDeviceStatus", "DRAExtendedResource", "DRADeviceTaintRules":
-			continue // not allocator features (the status gate goes with binding conditions)
+		case "", "DRAExtendedResource", "DRADeviceTaintRules":
+			continue // not allocator features
 		}
-		name, ok := byGate[gate]
-		if !ok {
-			return f, fmt.Errorf("gate %s is not an allocator feature of this release", gate)
+		on.Insert(gate)
+	}
+	known := sets.New[string]()
+	value := reflect.ValueOf(&f).Elem()
+	for i := 0; i < value.NumField(); i++ {
+		var one structured.Features
+		name := value.Type().Field(i).Name
+		reflect.ValueOf(&one).Elem().FieldByName(name).SetBool(true)
+		for gate := range one.Set() {
+			parts := strings.Split(gate, "+")
+			known.Insert(parts...)
+			if on.HasAll(parts...) {
+				value.Field(i).SetBool(true)
+			}
 		}
-		value.FieldByName(name).SetBool(true)
+	}
+	if unknown := on.Difference(known); unknown.Len() > 0 {
+		return f, fmt.Errorf("gates %v are not allocator features of this release", sets.List(unknown))
 	}
 	return f, nil
 }

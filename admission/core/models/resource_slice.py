@@ -63,6 +63,8 @@ class DeviceCapacity:
 class CounterConsumption:
     counter_set: str
     counters: Mapping[str, Quantity]
+    # DRADeviceCompatibilityGroups (1.37): devices drawing on one counter set must share a group.
+    compatibility_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +220,8 @@ def _parse_device(fields: Fields, driver: str, pool: str, slice_name: str, per_d
         attributes=attributes, capacity=grouped, capacities=capacities,
         valueless_attributes=tuple(valueless),
         consumes_counters=tuple(
-            CounterConsumption(c.str("counterSet", required=True), _counter_values(c))
+            CounterConsumption(c.str("counterSet", required=True), _counter_values(c),
+                               c.str_list("compatibilityGroups"))
             for c in fields.maps("consumesCounters")),
         taints=tuple(parse_taint(t) for t in fields.maps("taints")),
         binds_to_node=fields.bool("bindsToNode"),

@@ -48,8 +48,10 @@ def test_unmodelled_gates_are_named_with_their_release() -> None:
     assert features.gates_for("1.37").unmodelled() == ()
     notes = features.gates_for("1.37", {"DRADerivedAttributes": True}).unmodelled()
     assert len(notes) == 1 and notes[0].startswith("DRADerivedAttributes is on (1.37)")
-    both = features.gates_for("1.37", {"DRADeviceCompatibilityGroups": True, "DRAFractionalCapacityRange": False})
-    assert [n.split(" ")[0] for n in both.unmodelled()] == ["DRADeviceCompatibilityGroups"]
+    modelled = features.gates_for("1.37", {"DRADeviceCompatibilityGroups": True, "DRAFractionalCapacityRange": False})
+    assert modelled.unmodelled() == ()
+    both = features.gates_for("1.37", {"DRADerivedAttributes": True, "DRAOptionalNodeOperations": True})
+    assert [n.split(" ")[0] for n in both.unmodelled()] == ["DRADerivedAttributes", "DRAOptionalNodeOperations"]
 
 
 def _pool_with_counters_on_another_node() -> list[Manifest]:
