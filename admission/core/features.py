@@ -44,7 +44,6 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
 # says so (at start and in `draq allocate`) instead of answering as if it were off.
 UNMODELLED_GATES = {
     "DRADerivedAttributes": "requests with derived attributes are not evaluated",
-    "DRAOptionalNodeOperations": "optional node operations are not considered",
 }
 KNOWN_GATES = frozenset(_DEFAULTS["1.37"])
 # GA gates locked to their default: the components refuse to start when one is set otherwise.
@@ -83,6 +82,8 @@ class FeatureGates:
     # Devices drawing on one counter set must share a compatibility group (1.37); with the gate off, 1.37
     # ignores slices whose devices declare such groups.
     compatibility_groups: bool = field(init=False, repr=False, compare=False)
+    # Devices of slices that skip node operations go only to nodes that declare the feature (1.37).
+    optional_node_operations: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         on = self.enabled
@@ -97,7 +98,8 @@ class FeatureGates:
                 ("extended_resource", "DRAExtendedResource" in on),
                 ("list_type_attributes", "DRAListTypeAttributes" in on),
                 ("fractional_capacity_range", "DRAFractionalCapacityRange" in on),
-                ("compatibility_groups", "DRADeviceCompatibilityGroups" in on)):
+                ("compatibility_groups", "DRADeviceCompatibilityGroups" in on),
+                ("optional_node_operations", "DRAOptionalNodeOperations" in on)):
             object.__setattr__(self, name, value)
 
     def __contains__(self, gate: object) -> bool:

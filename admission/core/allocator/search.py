@@ -37,6 +37,8 @@ CounterKey = tuple[str, str]  # (counter set, counter)
 IN_USE = "in use"
 COUNTERS = "not enough counters left"
 INCOMPATIBLE = "shares no compatibility group with the devices on its counter set"
+SKIPS_OPERATIONS = "skips node operations, which the node does not declare (or DRAOptionalNodeOperations is off)"
+OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # the node feature a node declares
 TAINTED = "has a taint that is not tolerated"
 CAPACITY = "not enough capacity left"
 PARTITIONS_OFF = "consumes counters, but DRAPartitionableDevices is off"
@@ -120,13 +122,19 @@ def missing_class(claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceC
     return None
 
 
+def experimental_variant(gates: FeatureGates) -> bool:
+    """Whether 1.37's scheduler uses its allocator variant for the alpha features (one of them is on)."""
+    return gates.minor >= 37 and (gates.compatibility_groups or gates.optional_node_operations
+                                  or gates.list_type_attributes or "DRADerivedAttributes" in gates.enabled)
+
+
 def permuting_release(gates: FeatureGates) -> bool:
     """Whether the scheduler's allocator tries permutations of devices rather than combinations: every
     variant of 1.34 and 1.35, and the "stable" one of 1.36 and 1.37 (picked when no newer feature is on)."""
     if gates.minor <= 35:
         return True
     return not (gates.consumable_capacity or gates.binding_conditions or gates.list_type_attributes
-                or gates.fractional_capacity_range or gates.compatibility_groups)
+                or gates.fractional_capacity_range or experimental_variant(gates))
 
 
 class NodeSearch:
@@ -162,6 +170,10 @@ class NodeSearch:
         self.consumable_gate = gates.consumable_capacity
         self.fractional_gate = gates.fractional_capacity_range
         self.groups_gate = gates.compatibility_groups
+        # 1.37's variant for the alpha features refuses devices of slices that skip node operations unless
+        # DRAOptionalNodeOperations is on and the node declares the feature (the others do not look).
+        self.skips_refused = experimental_variant(gates) and not (
+            gates.optional_node_operations and OPTIONAL_NODE_OPERATIONS in view.node.declared_features)
         # Compatibility groups per (pool, counter set): what the devices drawing on it share so far.
         self.groups_in_search: dict[tuple[str, str], Groups] = {}
         self._groups_allocated: dict[str, dict[str, Groups]] = {}
@@ -377,6 +389,8 @@ class NodeSearch:
         """Section 5.3 without constraints: why a selectable device cannot be taken now, or None."""
         if self.in_use(plan, alternative, device):
             return IN_USE
+        if device.skip_node_operations and self.skips_refused:
+            return SKIPS_OPERATIONS
         if device.consumes_counters:
             if not self.partitions_gate:
                 return PARTITIONS_OFF
@@ -569,6 +583,8 @@ class NodeSearch:
             if self.steps > self.budget:
                 raise SearchBudgetExceeded(f"search gave up after {self.budget} device checks")
         if not free and self.in_use(plan, alternative, device):
+            return None
+        if device.skip_node_operations and self.skips_refused:
             return None
         multi = self.consumable_gate and device.allow_multiple_allocations
         charged = None

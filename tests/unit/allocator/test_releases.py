@@ -51,7 +51,7 @@ def test_unmodelled_gates_are_named_with_their_release() -> None:
     modelled = features.gates_for("1.37", {"DRADeviceCompatibilityGroups": True, "DRAFractionalCapacityRange": False})
     assert modelled.unmodelled() == ()
     both = features.gates_for("1.37", {"DRADerivedAttributes": True, "DRAOptionalNodeOperations": True})
-    assert [n.split(" ")[0] for n in both.unmodelled()] == ["DRADerivedAttributes", "DRAOptionalNodeOperations"]
+    assert [n.split(" ")[0] for n in both.unmodelled()] == ["DRADerivedAttributes"]
 
 
 def _pool_with_counters_on_another_node() -> list[Manifest]:
