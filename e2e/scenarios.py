@@ -78,6 +78,7 @@ class Features:
     extended: bool = False  # DRAExtendedResource: containers ask for extended resources DRA devices serve
     fractional: bool = False  # DRAFractionalCapacityRange: capacity policies may step in fractions of a unit
     compatibility: bool = False  # DRADeviceCompatibilityGroups: partitions declare compatibility groups
+    skip_operations: bool = False  # DRAOptionalNodeOperations: slices may skip node operations
 
 
 TAINT_KEY = "draq.io/unhealthy"
@@ -395,6 +396,21 @@ def _compatibility_shapes(trial: Trial, rng: random.Random, features: Features) 
     trial.notes.append(f"{trial.node_name}: partitions with compatibility groups")
 
 
+def _optional_operations_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
+    """DRAOptionalNodeOperations (1.37 alpha): a slice whose devices skip node operations, on a node that
+    declares the feature or not (its devices then go to no pod there)."""
+    with_devices = [rs for rs in trial.slices if rs["spec"].get("devices")]
+    if not features.skip_operations or not with_devices or rng.random() >= 0.4:
+        return
+    chosen = rng.choice(with_devices)
+    chosen["spec"]["skipNodeOperations"] = rng.choice([["*"], ["NodePrepareResources", "NodeUnprepareResources"]])
+    declares = rng.random() < 0.5
+    if declares:
+        trial.node["status"]["declaredFeatures"] = ["DRAOptionalNodeOperations"]
+    trial.notes.append(f"{chosen['metadata']['name']}: skips node operations (node declares the feature: "
+                       f"{'yes' if declares else 'no'})")
+
+
 def _extended_resources(trial: Trial, rng: random.Random) -> None:
     """The container asks for GPUs as an extended resource (the class's own name or the implicit one), which
     the scheduler turns into a claim of its own for the pod; sometimes the pod has no claim besides."""
@@ -431,4 +447,5 @@ def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     _newer_shapes(made, random.Random(f"{seed}/{index}/newer"), features)
     _fractional_shapes(made, random.Random(f"{seed}/{index}/fractional"), features)
     _compatibility_shapes(made, random.Random(f"{seed}/{index}/compatibility"), features)
+    _optional_operations_shapes(made, random.Random(f"{seed}/{index}/operations"), features)
     return made

@@ -38,14 +38,15 @@ def scenario_features(plane: ControlPlane) -> scenarios.Features:
     """With the gates on (alpha before 1.36, beta or GA by default since), scenarios also use device taints,
     distinctAttribute constraints, (1.35+ slice layout) partitions and extended resources served by
     DRA devices, (1.37) capacity policies in fractions of a unit and, with the alpha gates, compatibility
-    groups on partitions' counter sets. Admin-access requests are used always
+    groups on partitions' counter sets and slices that skip node operations. Admin-access requests are used always
     (the namespace allows them)."""
     gates = cluster_gates(plane)
     return scenarios.Features(partitions=gates.partitionable_devices and gates.minor >= 35,
                               taints=gates.device_taints, distinct=gates.consumable_capacity,
                               extended=gates.extended_resource,
                               fractional=gates.fractional_capacity_range and gates.consumable_capacity,
-                              compatibility=gates.compatibility_groups and gates.partitionable_devices)
+                              compatibility=gates.compatibility_groups and gates.partitionable_devices,
+                              skip_operations=gates.optional_node_operations)
 
 
 def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:
