@@ -52,13 +52,17 @@ e2e: setup
 # Kubernetes 1.35 (v1.35.8), whose DRA features beyond the basics and whose v1alpha1 gang API are behind
 # alpha gates: the allocator differential and the gap report with the alpha DRA gates on (partitions,
 # taints, consumable capacity, extended resources through DRA, ...), the group-level
-# differential with native gang scheduling on too, and `draq run` making v1alpha1 Workloads.
+# differential with native gang scheduling on too, and `draq run` making v1alpha1 Workloads. Then the
+# allocator differential on 1.37 (v1.37.2) with the 1.37 alphas draq models on (compatibility groups,
+# optional node operations): 50 trials, about 50 s.
 e2e-alpha: setup
 	$(BIN)/python -m admission.localcluster.build --kubernetes-version 1.35
 	DRAQ_KUBERNETES_VERSION=1.35 DRAQ_ALPHA_DRA=1 DRAQ_ALPHA_GANGS=1 DRAQ_GANG_TRIALS=5 $(BIN)/pytest \
 		e2e/test_allocator_vs_scheduler.py e2e/test_gaps.py \
 		e2e/test_gang_differential.py::test_with_native_gangs_too e2e/test_native_gang_apis.py \
 		e2e/test_closed_loop.py::test_native_gang_members_get_their_workload_and_bind
+	$(BIN)/python -m admission.localcluster.build --kubernetes-version 1.37
+	DRAQ_KUBERNETES_VERSION=1.37 DRAQ_ALPHA_DRA=1 DRAQ_DIFF_TRIALS=50 $(BIN)/pytest e2e/test_allocator_vs_scheduler.py
 
 # The allocator-vs-scheduler differential on the older supported releases with their default gates
 # (`make test` runs it on the default, v1.37.2; 1.36 has partitions, device taints and consumable capacity

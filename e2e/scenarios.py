@@ -19,6 +19,7 @@ from admission.core.simulate import profiles
 Manifest = dict[str, Any]
 NIC = "nic.example.com"
 SHARED = "share.example.com"  # devices that many claims share, each consuming some of their memory
+FRACTIONAL = "fraction.example.com"  # shared devices whose bandwidth policy steps in fractions of a unit
 # An extended resource a DeviceClass serves by name (KEP-5004); every class also serves its implicit
 # `deviceclass.resource.kubernetes.io/<class>`. No simulated node lists either in its allocatable.
 EXTENDED_CLASS, EXTENDED_RESOURCE = "extended-gpu", "example.com/gpu"
@@ -46,6 +47,7 @@ EXTRA_CLASSES: dict[str, str] = {
                 'device.attributes[device.driver].type in ["gpu", "amdgpu"]'),
     NIC: f'device.driver == "{NIC}"',
     SHARED: f'device.driver == "{SHARED}"',
+    FRACTIONAL: f'device.driver == "{FRACTIONAL}"',
 }
 GPU_CLASSES = ("gpu.nvidia.com", "gpu.amd.com", "gpu-80g", "hopper", "any-gpu")
 REQUEST_SELECTORS = (
@@ -74,6 +76,9 @@ class Features:
     distinct: bool = False  # DRAConsumableCapacity: the API server keeps distinctAttribute constraints
     admin: bool = True  # DRAAdminAccess (on by default): the trial namespace allows admin access
     extended: bool = False  # DRAExtendedResource: containers ask for extended resources DRA devices serve
+    fractional: bool = False  # DRAFractionalCapacityRange: capacity policies may step in fractions of a unit
+    compatibility: bool = False  # DRADeviceCompatibilityGroups: partitions declare compatibility groups
+    skip_operations: bool = False  # DRAOptionalNodeOperations: slices may skip node operations
 
 
 TAINT_KEY = "draq.io/unhealthy"
@@ -150,7 +155,8 @@ def _allocated_claim(name: str, node: str, results: list[Manifest]) -> Manifest:
                     {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
 
 
-CLASS_OF_DRIVER = {"gpu.nvidia.com": "gpu.nvidia.com", "gpu.amd.com": "gpu.amd.com", NIC: NIC, SHARED: SHARED}
+CLASS_OF_DRIVER = {"gpu.nvidia.com": "gpu.nvidia.com", "gpu.amd.com": "gpu.amd.com", NIC: NIC, SHARED: SHARED,
+                   FRACTIONAL: FRACTIONAL}
 
 
 def _in_use(node: str, slices: list[Manifest], rng: random.Random, prefix: str) -> list[Manifest]:
@@ -324,6 +330,87 @@ def _newer_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
                 trial.notes.append(f"{claim['metadata']['name']}: shares of a device (consumable capacity)")
 
 
+def _milli(amount: int) -> str:
+    """A quantity of `amount` thousandths, written as a user would (1500m, 2)."""
+    return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+
+
+def _fractional_device(index: int, rng: random.Random) -> tuple[Manifest, list[int]]:
+    """A shared device with a bandwidth policy in milli-units that the API server accepts (default and max
+    on the steps from min, one step within the value), and the amounts a share may take of it."""
+    value = rng.choice([1500, 2000, 2500, 3000])
+    low = rng.choice([250, 500, 1000])
+    step = rng.choice([s for s in (100, 250, 500, 1000) if low + s <= value])
+    amounts = list(range(low, value + 1, step))
+    rng_policy: Manifest = {"min": _milli(low), "step": _milli(step)}
+    if rng.random() < 0.4:
+        amounts = amounts[:rng.randint(2, len(amounts))]
+        rng_policy["max"] = _milli(amounts[-1])
+    device = {"name": f"frac-{index}", "allowMultipleAllocations": True, "capacity": {"bandwidth": {
+        "value": _milli(value), "requestPolicy": {"default": _milli(low), "validRange": rng_policy}}}}
+    return device, amounts
+
+
+def _fractional_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
+    """DRAFractionalCapacityRange (1.37): devices shared in fractions of a unit, some shares already held,
+    and requests for amounts between the steps (which the scheduler rounds up on milli-units)."""
+    if not features.fractional or rng.random() >= 0.35:
+        return
+    node = trial.node_name
+    made = [_fractional_device(i, rng) for i in range(rng.randint(1, 2))]
+    pool = f"{node}-frac"
+    spec = {"driver": FRACTIONAL, "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+            "nodeName": node, "devices": [device for device, _ in made]}
+    trial.slices.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": pool},
+                         "spec": spec})
+    for device, amounts in made:
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            share = f"{rng.getrandbits(32):08x}-0000-4000-8000-{rng.getrandbits(48):012x}"
+            results = [{"request": "held", "driver": FRACTIONAL, "pool": pool, "device": device["name"],
+                        "shareID": share, "consumedCapacity": {"bandwidth": _milli(rng.choice(amounts[:2]))}}]
+            trial.in_use.append(_allocated_claim(f"t{trial.index}-frac-{len(trial.in_use)}", node, results))
+    for claim in trial.claims:
+        for n in range(rng.choice([0, 1, 1, 2])):
+            request: Manifest = {"deviceClassName": FRACTIONAL, "count": rng.choice([1, 1, 2])}
+            amount = rng.choice([None, 100, 300, 600, 700, 1000, 1200, 1750])
+            if amount is not None:
+                request["capacity"] = {"requests": {"bandwidth": _milli(amount)}}
+            claim["spec"]["devices"]["requests"].append({"name": f"frac-{n}", "exactly": request})
+            trial.notes.append(f"{claim['metadata']['name']}: shares in fractions of a unit (fractional capacity)")
+
+
+COMPATIBILITY_GROUPS = ((), ("small",), ("large",), ("small", "large"), ("mixed",), ("small", "mixed"))
+
+
+def _compatibility_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
+    """DRADeviceCompatibilityGroups (1.37 alpha): the whole GPUs and partitions of some nodes declare the
+    groups they may share a counter set with, so that only some layouts of partitions fit together."""
+    partitioned = [d for d in _devices(trial.slices) if d.get("consumesCounters")]
+    if not features.compatibility or not partitioned or rng.random() >= 0.6:
+        return
+    for device in partitioned:
+        for use in device["consumesCounters"]:
+            groups = rng.choice(COMPATIBILITY_GROUPS)
+            if groups:
+                use["compatibilityGroups"] = list(groups)
+    trial.notes.append(f"{trial.node_name}: partitions with compatibility groups")
+
+
+def _optional_operations_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
+    """DRAOptionalNodeOperations (1.37 alpha): a slice whose devices skip node operations, on a node that
+    declares the feature or not (its devices then go to no pod there)."""
+    with_devices = [rs for rs in trial.slices if rs["spec"].get("devices")]
+    if not features.skip_operations or not with_devices or rng.random() >= 0.4:
+        return
+    chosen = rng.choice(with_devices)
+    chosen["spec"]["skipNodeOperations"] = rng.choice([["*"], ["NodePrepareResources", "NodeUnprepareResources"]])
+    declares = rng.random() < 0.5
+    if declares:
+        trial.node["status"]["declaredFeatures"] = ["DRAOptionalNodeOperations"]
+    trial.notes.append(f"{chosen['metadata']['name']}: skips node operations (node declares the feature: "
+                       f"{'yes' if declares else 'no'})")
+
+
 def _extended_resources(trial: Trial, rng: random.Random) -> None:
     """The container asks for GPUs as an extended resource (the class's own name or the implicit one), which
     the scheduler turns into a claim of its own for the pod; sometimes the pod has no claim besides."""
@@ -358,4 +445,7 @@ def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     notes = _extras(random.Random(f"{seed}/{index}/extras"), claims, gpu_driver, has_nic, features, partitions)
     made = Trial(index, node_manifest, slices, held, claims, _pod(f"{prefix}-pod", node, claims), notes)
     _newer_shapes(made, random.Random(f"{seed}/{index}/newer"), features)
+    _fractional_shapes(made, random.Random(f"{seed}/{index}/fractional"), features)
+    _compatibility_shapes(made, random.Random(f"{seed}/{index}/compatibility"), features)
+    _optional_operations_shapes(made, random.Random(f"{seed}/{index}/operations"), features)
     return made

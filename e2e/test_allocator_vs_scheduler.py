@@ -13,11 +13,11 @@ import os
 from typing import Any
 
 from admission.core.allocator.api import Allocator, Outcome, Snapshot, Status
-from admission.core.features import gates_for
+from admission.core.features import KNOWN_GATES, gates_for
 from admission.core.models import ClaimSpec, DeviceClass, ObjectMeta, Pod, ResourceClaim, parse_objects
 from admission.core.nodefit.extended import extended_claim_name, extended_requests, extended_resource_class
 from admission.localcluster import build
-from admission.localcluster.controlplane import ALPHA_DRA_GATES, ControlPlane
+from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from e2e import scenarios, trials
 
@@ -31,17 +31,22 @@ BATCH = 50
 
 def cluster_gates(plane: ControlPlane) -> Any:
     version = build.resolve_version(plane.version).lstrip("v")
-    return gates_for(version, {g: True for g in ALPHA_DRA_GATES} if plane.alpha_dra else {})
+    return gates_for(version, {g: on for g, on in plane.gates().items() if g in KNOWN_GATES})
 
 
 def scenario_features(plane: ControlPlane) -> scenarios.Features:
     """With the gates on (alpha before 1.36, beta or GA by default since), scenarios also use device taints,
     distinctAttribute constraints, (1.35+ slice layout) partitions and extended resources served by
-    DRA devices. Admin-access requests are used always (the namespace allows them)."""
+    DRA devices, (1.37) capacity policies in fractions of a unit and, with the alpha gates, compatibility
+    groups on partitions' counter sets and slices that skip node operations. Admin-access requests are used always
+    (the namespace allows them)."""
     gates = cluster_gates(plane)
     return scenarios.Features(partitions=gates.partitionable_devices and gates.minor >= 35,
                               taints=gates.device_taints, distinct=gates.consumable_capacity,
-                              extended=gates.extended_resource)
+                              extended=gates.extended_resource,
+                              fractional=gates.fractional_capacity_range and gates.consumable_capacity,
+                              compatibility=gates.compatibility_groups and gates.partitionable_devices,
+                              skip_operations=gates.optional_node_operations)
 
 
 def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:

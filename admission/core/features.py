@@ -43,11 +43,7 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
 # Gates new in 1.37 that change what the allocator does and that draq does not model: with one on, draq
 # says so (at start and in `draq allocate`) instead of answering as if it were off.
 UNMODELLED_GATES = {
-    "DRAFractionalCapacityRange": "capacity request policies with fractional min, max or step are rounded "
-                                  "on milli-units by the scheduler; draq rounds them exactly",
-    "DRADeviceCompatibilityGroups": "devices of incompatible groups are not kept apart",
     "DRADerivedAttributes": "requests with derived attributes are not evaluated",
-    "DRAOptionalNodeOperations": "optional node operations are not considered",
 }
 KNOWN_GATES = frozenset(_DEFAULTS["1.37"])
 # GA gates locked to their default: the components refuse to start when one is set otherwise.
@@ -81,6 +77,13 @@ class FeatureGates:
     binding_conditions: bool = field(init=False, repr=False, compare=False)
     extended_resource: bool = field(init=False, repr=False, compare=False)
     list_type_attributes: bool = field(init=False, repr=False, compare=False)
+    # Capacity request policies rounded on milli-units rather than whole units (1.37).
+    fractional_capacity_range: bool = field(init=False, repr=False, compare=False)
+    # Devices drawing on one counter set must share a compatibility group (1.37); with the gate off, 1.37
+    # ignores slices whose devices declare such groups.
+    compatibility_groups: bool = field(init=False, repr=False, compare=False)
+    # Devices of slices that skip node operations go only to nodes that declare the feature (1.37).
+    optional_node_operations: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         on = self.enabled
@@ -93,7 +96,10 @@ class FeatureGates:
                 ("consumable_capacity", "DRAConsumableCapacity" in on),
                 ("binding_conditions", {"DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"} <= on),
                 ("extended_resource", "DRAExtendedResource" in on),
-                ("list_type_attributes", "DRAListTypeAttributes" in on)):
+                ("list_type_attributes", "DRAListTypeAttributes" in on),
+                ("fractional_capacity_range", "DRAFractionalCapacityRange" in on),
+                ("compatibility_groups", "DRADeviceCompatibilityGroups" in on),
+                ("optional_node_operations", "DRAOptionalNodeOperations" in on)):
             object.__setattr__(self, name, value)
 
     def __contains__(self, gate: object) -> bool:

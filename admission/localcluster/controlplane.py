@@ -39,6 +39,8 @@ CONTROLLERS = tuple(f"{name}-controller" for name in (
 ))
 ALPHA_DRA_GATES = ("DRAConsumableCapacity", "DRAExtendedResource", "DRAPartitionableDevices",
                    "DRADeviceTaints", "DRADeviceBindingConditions")
+# Alpha in 1.37 and modelled by draq's allocator: what `--alpha-dra` adds there.
+ALPHA_DRA_GATES_1_37 = ("DRADeviceCompatibilityGroups", "DRAOptionalNodeOperations")
 ALPHA_GANG_GATES = ("GenericWorkload", "GangScheduling")
 # The Workload API version each release serves for native gangs; 1.37 folded GangScheduling into
 # GenericWorkload (the gate is gone, and naming an unknown gate stops a component from starting).
@@ -185,6 +187,8 @@ class ControlPlane:
 
     def gates(self) -> dict[str, bool]:
         gates = {g: True for g in ALPHA_DRA_GATES} if self.alpha_dra else {}
+        if self.alpha_dra and self.minor() >= 37:
+            gates.update({g: True for g in ALPHA_DRA_GATES_1_37})
         if self.alpha_gangs:
             gates.update({g: True for g in gang_gates(self.minor())})
         gates.update(self.feature_gates)

@@ -68,7 +68,7 @@ class SnapshotInventory:
         self.nodes: dict[str, Node] = {n.name: n for n in nodes}
         self.classes: dict[str, DeviceClass] = {c.name: c for c in classes}
         self._index_slices(slices)
-        self._views: dict[tuple[str, bool, int, bool], NodeView] = {}
+        self._views: dict[tuple[str, bool, int, bool, bool], NodeView] = {}
         self._devices: dict[tuple[str, int], dict[str, Device]] = {}
         # Per slice (by id, with the slice to check it is the same object): whether it is plain.
         self._plain: dict[int, tuple[ResourceSlice, bool]] = {}
@@ -189,7 +189,8 @@ class SnapshotInventory:
         return found
 
     def node_view(self, node: Node, gates: FeatureGates) -> NodeView:
-        key = (node.name, gates.partitionable_devices, gates.minor, _binding_slices_last(gates))
+        key = (node.name, gates.partitionable_devices, gates.minor, _binding_slices_last(gates),
+               gates.compatibility_groups)
         view = self._views.get(key)
         if view is None or view.node is not node:
             view = self._build_view(node, gates)
@@ -287,7 +288,8 @@ class SnapshotInventory:
             return PoolView(driver, name, generation, devices, incomplete=incomplete, invalid=invalid,
                             usable=invalid is None, has_binding_conditions=has_binding)
         everywhere = self.slices_by_pool[pool_id]
-        same_generation = [s for s in everywhere if s.pool_generation == generation]
+        same_generation = [s for s in everywhere if s.pool_generation == generation
+                           and not _ignored_for_groups(s, gates)]
         checked = kept
         if len(kept) != kept[0].resource_slice_count:
             if any(s.pool_generation > generation for s in everywhere):
@@ -331,7 +333,16 @@ def _binding_slices_last(gates: FeatureGates) -> bool:
     return gates.binding_conditions
 
 
+def _ignored_for_groups(item: ResourceSlice, gates: FeatureGates) -> bool:
+    """1.37 with DRADeviceCompatibilityGroups off ignores a slice whose devices declare compatibility groups:
+    it neither serves devices nor counts towards its pool's slices (the pool is then incomplete)."""
+    return (gates.minor >= 37 and not gates.compatibility_groups
+            and any(use.compatibility_groups for d in item.devices for use in d.consumes_counters))
+
+
 def _is_relevant(item: ResourceSlice, node: Node, gates: FeatureGates) -> bool:
+    if _ignored_for_groups(item, gates):
+        return False
     # Before 1.35 counter sets sat in device slices and were no reason to drop a slice.
     counters_alone = bool(item.shared_counters) and gates.minor >= 35
     if item.per_device_node_selection or counters_alone:

@@ -7,7 +7,7 @@ from typing import Any
 
 from admission.core.allocator.capacity import as_quantities
 from admission.core.allocator.inventory import SnapshotInventory
-from admission.core.allocator.search import ClaimSearch, Pick
+from admission.core.allocator.search import ClaimSearch, Pick, experimental_variant
 from admission.core.features import FeatureGates
 from admission.core.models import (
     AllocatedConfig,
@@ -71,6 +71,8 @@ def _result(plan: ClaimSearch, index: int, pick: Pick, gates: FeatureGates) -> D
         tolerations=alternative.selection.tolerations if gates.minor >= 35 else (),
         binding_conditions=device.binding_conditions if with_binding else (),
         binding_failure_conditions=device.binding_failure_conditions if with_binding else (),
+        # Only 1.37's variant for the alpha features copies the slice's operations into the result.
+        skip_node_operations=device.skip_node_operations if experimental_variant(gates) else (),
     )
 
 
@@ -137,6 +139,8 @@ def allocation_to_manifest(allocation: AllocationResult) -> dict[str, Any]:
             item["bindingFailureConditions"] = list(r.binding_failure_conditions)
         if r.share_id is not None:
             item["shareID"] = r.share_id
+        if r.skip_node_operations:
+            item["skipNodeOperations"] = list(r.skip_node_operations)
         if r.consumed_capacity:
             item["consumedCapacity"] = {k: str(v) for k, v in r.consumed_capacity.items()}
         results.append(item)

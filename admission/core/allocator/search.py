@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from admission.core.allocator.capacity import Consumption, consumption, fits
+from admission.core.allocator.compatibility import Groups, GroupsUndo, groups_add, groups_admit
 from admission.core.allocator.constraints import ConstraintTracker
 from admission.core.allocator.errors import AllocationError, MissingDeviceClass
 from admission.core.allocator.inventory import NodeView, SnapshotInventory
@@ -35,6 +36,9 @@ CounterKey = tuple[str, str]  # (counter set, counter)
 # Why a selectable device cannot be taken (used by the search and by explanations).
 IN_USE = "in use"
 COUNTERS = "not enough counters left"
+INCOMPATIBLE = "shares no compatibility group with the devices on its counter set"
+SKIPS_OPERATIONS = "skips node operations, which the node does not declare (or DRAOptionalNodeOperations is off)"
+OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"  # the node feature a node declares
 TAINTED = "has a taint that is not tolerated"
 CAPACITY = "not enough capacity left"
 PARTITIONS_OFF = "consumes counters, but DRAPartitionableDevices is off"
@@ -83,6 +87,7 @@ class Pick:
     shared: bool = False
     consumed: Consumption | None = None
     counters: dict[CounterKey, Fraction] | None = None
+    groups: GroupsUndo | None = None
 
 
 @dataclass(slots=True)
@@ -117,12 +122,19 @@ def missing_class(claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceC
     return None
 
 
+def experimental_variant(gates: FeatureGates) -> bool:
+    """Whether 1.37's scheduler uses its allocator variant for the alpha features (one of them is on)."""
+    return gates.minor >= 37 and (gates.compatibility_groups or gates.optional_node_operations
+                                  or gates.list_type_attributes or "DRADerivedAttributes" in gates.enabled)
+
+
 def permuting_release(gates: FeatureGates) -> bool:
     """Whether the scheduler's allocator tries permutations of devices rather than combinations: every
-    variant of 1.34 and 1.35, and 1.36's "stable" one (picked when no newer feature is on)."""
+    variant of 1.34 and 1.35, and the "stable" one of 1.36 and 1.37 (picked when no newer feature is on)."""
     if gates.minor <= 35:
         return True
-    return not (gates.consumable_capacity or gates.binding_conditions or gates.list_type_attributes)
+    return not (gates.consumable_capacity or gates.binding_conditions or gates.list_type_attributes
+                or gates.fractional_capacity_range or experimental_variant(gates))
 
 
 class NodeSearch:
@@ -156,6 +168,15 @@ class NodeSearch:
         self.plans: list[ClaimSearch] = []
         # Gate answers looked up once: they are read for every device tried.
         self.consumable_gate = gates.consumable_capacity
+        self.fractional_gate = gates.fractional_capacity_range
+        self.groups_gate = gates.compatibility_groups
+        # 1.37's variant for the alpha features refuses devices of slices that skip node operations unless
+        # DRAOptionalNodeOperations is on and the node declares the feature (the others do not look).
+        self.skips_refused = experimental_variant(gates) and not (
+            gates.optional_node_operations and OPTIONAL_NODE_OPERATIONS in view.node.declared_features)
+        # Compatibility groups per (pool, counter set): what the devices drawing on it share so far.
+        self.groups_in_search: dict[tuple[str, str], Groups] = {}
+        self._groups_allocated: dict[str, dict[str, Groups]] = {}
         self.binding_gate = gates.binding_conditions
         self.taints_gate = gates.device_taints
         self.partitions_gate = gates.partitionable_devices
@@ -346,7 +367,7 @@ class NodeSearch:
         requests = alternative.selection.capacity_requests
         if not requests and not multi:
             return True
-        amount = consumption(device, requests)
+        amount = consumption(device, requests, self.fractional_gate)
         if amount is None:
             return False
         if not multi:
@@ -368,13 +389,17 @@ class NodeSearch:
         """Section 5.3 without constraints: why a selectable device cannot be taken now, or None."""
         if self.in_use(plan, alternative, device):
             return IN_USE
+        if device.skip_node_operations and self.skips_refused:
+            return SKIPS_OPERATIONS
         if device.consumes_counters:
             if not self.partitions_gate:
                 return PARTITIONS_OFF
             multi = self.consumable_gate and device.allow_multiple_allocations
-            if not (multi and self.shared_counters_once and self._capacity_in_use(device.id)) \
-                    and not self._counters_fit(device):
-                return COUNTERS
+            if not (multi and self.shared_counters_once and self._capacity_in_use(device.id)):
+                if self.groups_gate and not self._groups_admit(device):
+                    return INCOMPATIBLE
+                if not self._counters_fit(device):
+                    return COUNTERS
         if self.taints_gate and device.taints and not _tolerated(device, alternative.selection,
                                                                   self.every_taint_blocks):
             return TAINTED
@@ -491,6 +516,56 @@ class NodeSearch:
         self._cluster_counters[scope] = totals
         return totals
 
+    # ----- compatibility groups (DRADeviceCompatibilityGroups, 1.37) ---------------------------
+
+    def _groups_admit(self, device: Device) -> bool:
+        scope = self.view.pool_of[device.id].id
+        return all(groups_admit(self._groups_now(scope, use.counter_set, device), use.compatibility_groups)
+                   for use in device.consumes_counters)
+
+    def _join_groups(self, device: Device) -> GroupsUndo | None:
+        """Add the device to the groups of each counter set it draws on; None (nothing changed) if one of
+        them has no group in common with it. The undo list restores the previous state."""
+        scope = self.view.pool_of[device.id].id
+        undo: GroupsUndo = []
+        for use in device.consumes_counters:
+            key = (scope, use.counter_set)
+            now = self._groups_now(scope, use.counter_set, device)
+            if not groups_admit(now, use.compatibility_groups):
+                self._leave_groups(undo)
+                return None
+            undo.append((key, key in self.groups_in_search, self.groups_in_search.get(key)))
+            self.groups_in_search[key] = groups_add(now, use.compatibility_groups)
+        return undo
+
+    def _leave_groups(self, undo: GroupsUndo | None) -> None:
+        for key, existed, before in reversed(undo or ()):
+            if existed:
+                self.groups_in_search[key] = before
+            else:
+                del self.groups_in_search[key]
+
+    def _groups_now(self, scope: str, counter_set: str, device: Device) -> Groups:
+        key = (scope, counter_set)
+        if key in self.groups_in_search:
+            return self.groups_in_search[key]
+        return self._allocated_groups(scope, device).get(counter_set)
+
+    def _allocated_groups(self, scope: str, device: Device) -> dict[str, Groups]:
+        """The groups of the devices of the pool allocated in the cluster (exclusively or shared), per
+        counter set, read from the slices as they are now."""
+        cached = self._groups_allocated.get(scope)
+        if cached is None:
+            cached = {}
+            pool = self.view.pool_of[device.id]
+            devices = self.inventory.pool_devices((pool.driver, pool.name), pool.generation)
+            for name in self.usage.by_pool.get(scope, ()):
+                allocated = devices.get(name)
+                for use in allocated.consumes_counters if allocated is not None else ():
+                    cached[use.counter_set] = groups_add(cached.get(use.counter_set), use.compatibility_groups)
+            self._groups_allocated[scope] = cached
+        return cached
+
     # ----- taking and releasing devices -------------------------------------------------------
 
     def take(self, plan: ClaimSearch, alternative: Alternative, device: Device, *, slot: int = 0,
@@ -509,25 +584,33 @@ class NodeSearch:
                 raise SearchBudgetExceeded(f"search gave up after {self.budget} device checks")
         if not free and self.in_use(plan, alternative, device):
             return None
+        if device.skip_node_operations and self.skips_refused:
+            return None
         multi = self.consumable_gate and device.allow_multiple_allocations
         charged = None
+        groups = None
         if device.consumes_counters:
             if not self.partitions_gate:
                 return None
             if not (multi and self.shared_counters_once and self._capacity_in_use(device.id)):
+                if self.groups_gate:
+                    groups = self._join_groups(device)
+                    if groups is None:
+                        return None
                 charged = self._reserve_counters(device)
                 if charged is None:
+                    self._leave_groups(groups)
                     return None
         if self.taints_gate and device.taints and not _tolerated(device, alternative.selection,
                                                                   self.every_taint_blocks):
-            self._refused(device, charged)
+            self._refused(device, charged, groups)
             return None
         trackers = plan.constraints
         for added, index in enumerate(alternative.constraints):
             if not trackers[index].add(alternative.request, device):
                 for undo in alternative.constraints[:added]:
                     trackers[undo].remove(alternative.request)
-                self._refused(device, charged)
+                self._refused(device, charged, groups)
                 if strict:
                     raise AllocationError(f"{plan.owner}, request {alternative.result_name}: cannot add "
                                           f"device {device.id} because a claim constraint would not be "
@@ -537,7 +620,7 @@ class NodeSearch:
             if self.refusal_rolls_back:
                 for index in reversed(alternative.constraints):
                     trackers[index].remove(alternative.request)
-                self._refused(device, charged)
+                self._refused(device, charged, groups)
                 return None
             # Upstream before 1.37 has marked the device as being allocated by now and does not undo that,
             # nor the constraints or counters: they stay so for the rest of the search.
@@ -545,12 +628,17 @@ class NodeSearch:
                 self.picked[device.id] = self.picked.get(device.id, 0) + 1
                 plan.devices[device.id] = plan.devices.get(device.id, 0) + 1
             return None
-        return self._record(plan, alternative, device, multi, charged)
+        pick = self._record(plan, alternative, device, multi, charged)
+        pick.groups = groups
+        return pick
 
-    def _refused(self, device: Device, charged: dict[CounterKey, Fraction] | None) -> None:
-        """A device a later check refused: from v1.36.3 on its counters are given back."""
+    def _refused(self, device: Device, charged: dict[CounterKey, Fraction] | None,
+                 groups: GroupsUndo | None = None) -> None:
+        """A device a later check refused: from v1.36.3 on its counters are given back (and on 1.37 what it
+        added to the compatibility groups)."""
         if self.refusal_rolls_back and charged is not None:
             self._release_counters(device, charged)
+        self._leave_groups(groups)
 
     def _capacity_refuses(self, alternative: Alternative, device: Device, slot: int, strict: bool) -> bool:
         """The capacity check made after the constraints. The device loop checks capacity before taking
@@ -569,7 +657,7 @@ class NodeSearch:
         device_id = device.id
         pick = Pick(alternative, device, shared=multi, counters=charged)
         if multi:
-            taken = consumption(device, alternative.selection.capacity_requests) or {}
+            taken = consumption(device, alternative.selection.capacity_requests, self.fractional_gate) or {}
             pick.consumed = taken
             mine = self.capacity_in_search.get(device_id)
             if mine is None:
@@ -595,6 +683,7 @@ class NodeSearch:
         trackers = plan.constraints
         for index in reversed(alternative.constraints):
             trackers[index].remove(alternative.request)
+        self._leave_groups(pick.groups)
         if pick.shared:
             # Upstream gives back a share's capacity only when it consumed some, and never the
             # counters a shared device took when its first share was picked.

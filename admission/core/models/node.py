@@ -18,6 +18,8 @@ class Node:
     allocatable: Mapping[str, Quantity] = field(default_factory=dict)
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
+    # status.declaredFeatures: node features the scheduler may rely on (e.g. DRAOptionalNodeOperations).
+    declared_features: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -44,4 +46,5 @@ def parse_node(obj: str, manifest: Fields) -> Node:
         allocatable=status.quantity_map("allocatable"),
         unschedulable=spec.bool("unschedulable"),
         taints=tuple(parse_taint(t) for t in spec.maps("taints")),
+        declared_features=status.str_list("declaredFeatures"),
     )

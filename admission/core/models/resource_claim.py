@@ -94,6 +94,7 @@ class DeviceAllocation:
     tolerations: tuple[DeviceToleration, ...] = ()
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
+    skip_node_operations: tuple[str, ...] = ()
 
     @property
     def device_id(self) -> str:

@@ -63,6 +63,8 @@ class DeviceCapacity:
 class CounterConsumption:
     counter_set: str
     counters: Mapping[str, Quantity]
+    # DRADeviceCompatibilityGroups (1.37): devices drawing on one counter set must share a group.
+    compatibility_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,8 @@ class Device:
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
     allow_multiple_allocations: bool = False
+    # The slice's spec.skipNodeOperations (DRAOptionalNodeOperations), on each of its devices.
+    skip_node_operations: tuple[str, ...] = ()
     # Per-device node selection (slices with perDeviceNodeSelection).
     node_name: str | None = None
     node_selector: NodeSelector | None = None
@@ -162,8 +166,9 @@ def parse_resource_slice(obj: str, manifest: Fields) -> ResourceSlice:
                         "perDeviceNodeSelection may be set")
     devices = []
     seen: dict[str, int] = {}
+    skip_operations = spec.str_list("skipNodeOperations")
     for index, entry in enumerate(spec.maps("devices")):
-        device = _parse_device(entry, driver, pool_name, meta.name, per_device)
+        device = _parse_device(entry, driver, pool_name, meta.name, per_device, skip_operations)
         if device.name in seen:
             raise entry.fail("name", f"duplicate device name {device.name} "
                              f"(also spec.devices[{seen[device.name]}])")
@@ -189,7 +194,8 @@ def _node_selection(fields: Fields) -> tuple[str | None, NodeSelector | None, bo
     return node_name, selector, fields.bool("allNodes")
 
 
-def _parse_device(fields: Fields, driver: str, pool: str, slice_name: str, per_device: bool) -> Device:
+def _parse_device(fields: Fields, driver: str, pool: str, slice_name: str, per_device: bool,
+                  skip_operations: tuple[str, ...] = ()) -> Device:
     name = fields.str("name", required=True)
     attributes: dict[str, dict[str, AttributeValue]] = {}
     valueless: list[str] = []
@@ -214,11 +220,12 @@ def _parse_device(fields: Fields, driver: str, pool: str, slice_name: str, per_d
         raise fields.fail("nodeName", "with perDeviceNodeSelection exactly one of nodeName, nodeSelector "
                           "and allNodes must be set")
     return Device(
-        name=name, driver=driver, pool=pool, slice_name=slice_name,
+        name=name, driver=driver, pool=pool, slice_name=slice_name, skip_node_operations=skip_operations,
         attributes=attributes, capacity=grouped, capacities=capacities,
         valueless_attributes=tuple(valueless),
         consumes_counters=tuple(
-            CounterConsumption(c.str("counterSet", required=True), _counter_values(c))
+            CounterConsumption(c.str("counterSet", required=True), _counter_values(c),
+                               c.str_list("compatibilityGroups"))
             for c in fields.maps("consumesCounters")),
         taints=tuple(parse_taint(t) for t in fields.maps("taints")),
         binds_to_node=fields.bool("bindsToNode"),

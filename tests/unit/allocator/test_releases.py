@@ -45,10 +45,13 @@ def test_1_35_may_still_turn_off_the_prioritized_list() -> None:
 
 def test_unmodelled_gates_are_named_with_their_release() -> None:
     assert features.gates_for("1.36").unmodelled() == ()
-    notes = features.gates_for("1.37").unmodelled()
-    assert len(notes) == 1 and notes[0].startswith("DRAFractionalCapacityRange is on (1.37)")
-    both = features.gates_for("1.37", {"DRADeviceCompatibilityGroups": True, "DRAFractionalCapacityRange": False})
-    assert [n.split(" ")[0] for n in both.unmodelled()] == ["DRADeviceCompatibilityGroups"]
+    assert features.gates_for("1.37").unmodelled() == ()
+    notes = features.gates_for("1.37", {"DRADerivedAttributes": True}).unmodelled()
+    assert len(notes) == 1 and notes[0].startswith("DRADerivedAttributes is on (1.37)")
+    modelled = features.gates_for("1.37", {"DRADeviceCompatibilityGroups": True, "DRAFractionalCapacityRange": False})
+    assert modelled.unmodelled() == ()
+    both = features.gates_for("1.37", {"DRADerivedAttributes": True, "DRAOptionalNodeOperations": True})
+    assert [n.split(" ")[0] for n in both.unmodelled()] == ["DRADerivedAttributes"]
 
 
 def _pool_with_counters_on_another_node() -> list[Manifest]:
