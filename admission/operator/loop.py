@@ -130,6 +130,8 @@ class Operator:
         self._said: dict[str, str] = {}  # group key -> last pending message written
         self._wait_written: dict[str, tuple[WaitReason, GroupView, float]] = {}  # -> reason, group, when written
         self._queue_status: dict[str, Mapping[str, Any]] = {}
+        # What the last charge reconciliation read when it found nothing to correct (`_correct_charges`).
+        self._no_corrections: tuple[object, ...] = ()
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
         self._parking = Parking(safety_seconds=settings.park_safety_seconds)  # carried from pass to pass
         self._last_pass_end: float | None = None  # monotonic; `_quiet_seconds`
@@ -584,9 +586,14 @@ class Operator:
         if not running:
             return False
         inventory = charging_inventory(cycle.snapshot, self.gates)
+        inputs = (cycle.snapshot.claims, cycle.snapshot.templates, inventory, *cycle.units, *running)
+        if _same_objects(self._no_corrections, inputs):
+            return False  # the same groups, claims and units found nothing to correct last time
+        corrections = charge_corrections(running, cycle.snapshot.claims, cycle.snapshot.templates, cycle.units,
+                                         inventory, device_selected)
+        self._no_corrections = () if corrections else inputs
         changed = False
-        for correction in charge_corrections(running, cycle.snapshot.claims, cycle.snapshot.templates, cycle.units,
-                                             inventory, device_selected):
+        for correction in corrections:
             group = next(g for g in running if g.key == correction.group)
             assert group.pod_group is not None
             try:
@@ -620,6 +627,10 @@ class Operator:
             self._queue_status[memo] = status
         except KubeApiError as err:
             log.warning("status of %s: %s", memo, err)
+
+
+def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

@@ -222,6 +222,9 @@ class CacheReader:
             lambda key, e: (ObjectRef("PodGroup", *key), e.manifest))
         empty: dict[ObjectRef, Mapping[str, Any]] = {}
         self._index: GroupIndex | None = None
+        # `_owned`: each group's view, owner chains and result at the last reading, and its last tuple.
+        self._owners_memo: dict[str, tuple[GroupView, dict[str, Membership], GroupView]] = {}
+        self._owned_last: tuple[GroupView, ...] = ()
         self._state_inputs: tuple[tuple[ClusterQueue, ...], tuple[GroupView, ...], list[Unreadable]] | None = None
         self._kept_groups: tuple[tuple[object, object], tuple[GroupView, ...], dict[str, PodGroup | None]] | None = None
         self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
@@ -248,6 +251,7 @@ class CacheReader:
                   for n in self.cache.objects("Namespace")}
         manifests = self._manifests(pod_memo, self._parsed["PodGroup"])
         groups, memberships = self._owned(groups, manifests)
+        self._owned_last = groups
         groups = self._with_pod_group_claims(groups)
         state, current = self._state(queues, groups, bad)
         snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
@@ -281,12 +285,16 @@ class CacheReader:
     def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
                ) -> tuple[tuple[GroupView, ...], dict[str, dict[str, Membership]]]:
         """Each group as its members' owner chains make it (`with_owners`), and those chains. Pods with the
-        same owner share one walk."""
+        same owner share one walk. A group whose view and chains are what they were last time is given its
+        last result again, and the tuple is the last one while every group is: what follows the reading
+        (its index, the queue usage, the cycle's lines) is kept by the tuple's identity."""
         if not self.workload_kinds:
             return groups, {}
         owners = _CacheOwners(self.cache)
         walked: dict[tuple[Any, ...], Membership] = {}
         found: dict[str, dict[str, Membership]] = {}
+        kept = self._owners_memo
+        memo: dict[str, tuple[GroupView, dict[str, Membership], GroupView]] = {}
         updated = []
         for group in groups:
             members: dict[str, Membership] = {}
@@ -302,8 +310,13 @@ class CacheReader:
                 members[pod.name] = walked[key]
             if members:
                 found[group.key] = members
-            updated.append(with_owners(group, members))
-        return tuple(updated), found
+            last = kept.get(group.key)
+            view = last[2] if last is not None and last[0] is group and last[1] == members \
+                else with_owners(group, members)
+            memo[group.key] = (group, members, view)
+            updated.append(view)
+        self._owners_memo = memo
+        return _same_or_new(self._owned_last, updated), found
 
     def _with_pod_group_claims(self, groups: tuple[GroupView, ...]) -> tuple[GroupView, ...]:
         """Members' claim entries that are PodGroup-level claims of the scheduling PodGroup they name, marked
@@ -312,7 +325,10 @@ class CacheReader:
             return groups
         claims = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": found
                   for m in self.cache.objects(kinds.SCHEDULING_POD_GROUP) if (found := parse_pod_group_claims(m))}
-        return tuple(with_pod_group_claims(g, claims) for g in groups) if claims else groups
+        if not claims:
+            return groups
+        marked = [with_pod_group_claims(g, claims) for g in groups]
+        return groups if all(a is b for a, b in zip(marked, groups, strict=True)) else tuple(marked)
 
     def _topologies(self) -> dict[str, Topology]:
         """The cached Topologies that parse, by name (none where the cache does not watch them)."""
@@ -560,6 +576,13 @@ def _own_queue(bad: Unreadable, entries: Mapping[Key, _Entry],
     queue = spec.get("queue") if isinstance(spec, Mapping) else None
     local = local_queues.get(f"{_meta(manifest).get('namespace')}/{queue}") if isinstance(queue, str) else None
     return replace(bad, holds_quota_in=local.cluster_queue if local is not None else "")
+
+
+def _same_or_new(last: tuple[T, ...], now: list[T]) -> tuple[T, ...]:
+    """`last` when `now` holds the same objects in the same order, else `now` as a tuple."""
+    if len(last) == len(now) and all(a is b for a, b in zip(last, now, strict=True)):
+        return last
+    return tuple(now)
 
 
 def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
