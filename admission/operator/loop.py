@@ -133,6 +133,8 @@ class Operator:
         # What the last charge reconciliation read when it found nothing to correct (`_correct_charges`).
         self._no_corrections: tuple[object, ...] = ()
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
+        # In `run`: a pass that ends with a change already waiting leaves the metrics' figures to a later one.
+        self.defer_figures = False
         self._parking = Parking(safety_seconds=settings.park_safety_seconds)  # carried from pass to pass
         self._last_pass_end: float | None = None  # monotonic; `_quiet_seconds`
         self._last_pass_seconds = 0.0
@@ -159,6 +161,7 @@ class Operator:
         counting the Lease's expiry at once, while it lists."""
         elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
         term = 0
+        self.defer_figures = True
         try:
             listing = self.clock.monotonic()
             await self.choose_release()
@@ -349,7 +352,8 @@ class Operator:
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
-        await self._off_loop(self.metrics.cycle, reading, result, self.cycle_seconds[-1], self.clock.now())
+        await self._off_loop(self.metrics.cycle, reading, result, self.cycle_seconds[-1], self.clock.now(),
+                             self.defer_figures and self.cache.changed.is_set())
 
     async def _seal_ready(self) -> None:
         """Load the record seal's key before the first reading; on the start that created it, seal the

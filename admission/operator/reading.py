@@ -225,6 +225,8 @@ class CacheReader:
         # `_owned`: each group's view, owner chains and result at the last reading, and its last tuple.
         self._owners_memo: dict[str, tuple[GroupView, dict[str, Membership], GroupView]] = {}
         self._owned_last: tuple[GroupView, ...] = ()
+        self._owned_input: tuple[GroupView, ...] | None = None
+        self._owned_chains: dict[str, dict[str, Membership]] = {}
         self._state_inputs: tuple[tuple[ClusterQueue, ...], tuple[GroupView, ...], list[Unreadable]] | None = None
         self._kept_groups: tuple[tuple[object, object], tuple[GroupView, ...], dict[str, PodGroup | None]] | None = None
         self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
@@ -285,38 +287,59 @@ class CacheReader:
     def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
                ) -> tuple[tuple[GroupView, ...], dict[str, dict[str, Membership]]]:
         """Each group as its members' owner chains make it (`with_owners`), and those chains. Pods with the
-        same owner share one walk. A group whose view and chains are what they were last time is given its
-        last result again, and the tuple is the last one while every group is: what follows the reading
-        (its index, the queue usage, the cycle's lines) is kept by the tuple's identity."""
+        same owner share one walk. While no owner object changed, a group that is the same view as last time
+        is given its last result and chains at once, and the tuple is the last one while every group is: what
+        follows the reading (its index, the queue usage, the cycle's lines) is kept by the tuple's identity."""
         if not self.workload_kinds:
             return groups, {}
+        kept = {} if self._owners_changed() else self._owners_memo
+        if kept and groups is self._owned_input:
+            return self._owned_last, self._owned_chains
         owners = _CacheOwners(self.cache)
         walked: dict[tuple[Any, ...], Membership] = {}
         found: dict[str, dict[str, Membership]] = {}
-        kept = self._owners_memo
         memo: dict[str, tuple[GroupView, dict[str, Membership], GroupView]] = {}
         updated = []
         for group in groups:
-            members: dict[str, Membership] = {}
-            for pod in group.pods:
-                if pod.meta.controller is None and not pod.workload:
-                    continue  # no owner chain to walk (the common case: checked before any lookup)
-                manifest = manifests.get(ObjectRef("Pod", pod.namespace, pod.name))
-                if manifest is None or not (controller_of(manifest) or pod.workload):
-                    continue
-                key = walk_key(manifest)
-                if key not in walked:
-                    walked[key] = membership(manifest, owners, self.workload_kinds)
-                members[pod.name] = walked[key]
+            last = kept.get(group.key)
+            if last is not None and last[0] is group:
+                members, view = last[1], last[2]
+            else:
+                members = self._chains(group, manifests, owners, walked)
+                view = with_owners(group, members)
             if members:
                 found[group.key] = members
-            last = kept.get(group.key)
-            view = last[2] if last is not None and last[0] is group and last[1] == members \
-                else with_owners(group, members)
             memo[group.key] = (group, members, view)
             updated.append(view)
-        self._owners_memo = memo
+        self._owners_memo, self._owned_input, self._owned_chains = memo, groups, found
         return _same_or_new(self._owned_last, updated), found
+
+    def _chains(self, group: GroupView, manifests: Mapping[ObjectRef, Mapping[str, Any]], owners: _CacheOwners,
+                walked: dict[tuple[Any, ...], Membership]) -> dict[str, Membership]:
+        """The owner chains of the group's members, by pod name (only pods with a controller or a workload)."""
+        members: dict[str, Membership] = {}
+        for pod in group.pods:
+            if pod.meta.controller is None and not pod.workload:
+                continue  # no owner chain to walk (the common case: checked before any lookup)
+            manifest = manifests.get(ObjectRef("Pod", pod.namespace, pod.name))
+            if manifest is None or not (controller_of(manifest) or pod.workload):
+                continue
+            key = walk_key(manifest)
+            if key not in walked:
+                walked[key] = membership(manifest, owners, self.workload_kinds)
+            members[pod.name] = walked[key]
+        return members
+
+    def _owners_changed(self) -> bool:
+        """Whether an object of a kind the reader does not parse (the owners: workloads, their controllers) changed
+        since the last reading, or is overlaid by a write of the operator."""
+        changed = False
+        for kind, reflector in self.cache.reflectors.items():
+            if kind in self._parsed:
+                continue
+            relisted, dirty = reflector.take_changes()
+            changed |= relisted or bool(dirty) or bool(self.cache.assumed(kind))
+        return changed
 
     def _with_pod_group_claims(self, groups: tuple[GroupView, ...]) -> tuple[GroupView, ...]:
         """Members' claim entries that are PodGroup-level claims of the scheduling PodGroup they name, marked
