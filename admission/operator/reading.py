@@ -136,6 +136,14 @@ class _Parsed:
         self.changed_keys: set[str] | None = None
         # ResourceQuotas only: `models` and the ResourceQuotas among them, kept while `models` is the same list.
         self.quotas: tuple[list[Any], tuple[ResourceQuota, ...]] | None = None
+        # Bumped each time `models` is a new list, with the store keys whose entries that change touched (None:
+        # not known, e.g. relisted or overlaid): what is derived from the entries follows them key by key.
+        self.generation = 0
+        self.changed_entries: set[Key] | None = None
+
+    def entries_changed_since(self, generation: int) -> set[Key] | None:
+        """The store keys whose entries changed after `generation`, when known (it is the one before)."""
+        return self.changed_entries if generation == self.generation - 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,15 +165,25 @@ class _Derived(Generic[K, V]):
         self._keys: dict[Key, K] = {}
         self._value: dict[K, V] = {}
         self._token: object = None
+        self._generation = -2  # the kind's generation at the last `of` (none yet: compare all)
 
-    def of(self, entries: Mapping[Key, _Entry], token: object) -> Mapping[K, V]:
-        """`token`: the kind's `_Parsed.models`, the same list while none of its entries changed."""
+    def of(self, entries: Mapping[Key, _Entry], parsed: _Parsed) -> Mapping[K, V]:
+        """`entries`: of the kind `parsed` (all of them, or those it keeps); looked at only where its entries
+        changed when that is known, else all compared by identity."""
+        token = parsed.models  # the same list while none of its entries changed
         if token is self._token:
             return self._value
         self._token = token
+        touched = parsed.entries_changed_since(self._generation)
+        self._generation = parsed.generation
         before = self._entries
-        gone = before.keys() - entries.keys()
-        changed = [(key, entry) for key, entry in entries.items() if before.get(key) is not entry]
+        if touched is None:
+            gone = before.keys() - entries.keys()
+            changed = [(key, entry) for key, entry in entries.items() if before.get(key) is not entry]
+        else:
+            gone = {key for key in touched if key in before and key not in entries}
+            changed = [(key, entry) for key in touched
+                       if (entry := entries.get(key)) is not None and before.get(key) is not entry]
         if not gone and not changed:
             return self._value
         value = dict(self._value)
@@ -213,6 +231,11 @@ class CacheReader:
         self.adopting = False  # the first start with a new key: records it cannot verify are taken as draq's
         self._last_sealed: dict[str, PodGroup] = {}  # PodGroup uid -> its last record that traced to draq
         self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
+        # `_remember_sealed`: each PodGroup's part (its uid, and its key in the untraceable records when it is
+        # one), those records, and the PodGroups' generation they follow.
+        self._sealed_at: dict[Key, tuple[str, str | None]] = {}
+        self._unsealed: dict[str, PodGroup | None] = {}
+        self._sealed_generation = -2
         self.workload_kinds: frozenset[str] = frozenset()  # the enabled integrations' kinds the cache watches
         self._groups = GroupMemo()
         self._created: _Derived[str, str] = _Derived(lambda key, e: (f"{key[0]}/{key[1]}", _created(e.manifest)))
@@ -237,7 +260,7 @@ class CacheReader:
         inputs["Pod"] = self._models("Pod", _pod_or_none, keep=_has_queue_label, keyed=True)
         pod_memo = self._parsed["Pod"]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
-        pod_groups = self._models("PodGroup", self._parse_pod_group)
+        pod_groups = self._models("PodGroup", self._parse_pod_group, keyed=True)
         group_entries = self._parsed["PodGroup"].current
         groups, unsealed = self._collected(pod_memo, pod_groups)
         queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
@@ -275,12 +298,15 @@ class CacheReader:
             return kept[1], kept[2]
         changed = pod_memo.changed_keys
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None] if changed is None else []
-        created = self._created.of(self._parsed["PodGroup"].current, pod_groups)
+        created = self._created.of(self._parsed["PodGroup"].current, self._parsed["PodGroup"])
         only_pods = kept is not None and kept[0][1] is pod_groups
         unsealed = kept[2] if kept is not None and only_pods else self._remember_sealed()
+        group_memo = self._parsed["PodGroup"]
         groups = self._groups.collect(managed, pod_groups, created,
                                       {b.key: b.reason for b in self._bad("PodGroup")}, unsealed,
-                                      None if changed is None else (pod_memo.by_key, changed))
+                                      None if changed is None else (pod_memo.by_key, changed),
+                                      None if group_memo.changed_keys is None
+                                      else (group_memo.by_key, group_memo.changed_keys))
         self._kept_groups = (tokens, groups, unsealed)
         return groups, unsealed
 
@@ -362,8 +388,8 @@ class CacheReader:
     def _manifests(self, pods: _Parsed, groups: _Parsed) -> Mapping[ObjectRef, Mapping[str, Any]]:
         """The managed pods' and the PodGroups' manifests by identity: the same mapping as last time while
         neither changed."""
-        pod_manifests = self._pod_manifests.of(pods.current_kept, pods.models)
-        group_manifests = self._group_manifests.of(groups.current, groups.models)
+        pod_manifests = self._pod_manifests.of(pods.current_kept, pods)
+        group_manifests = self._group_manifests.of(groups.current, groups)
         parts, merged = self._merged
         if parts[0] is not pod_manifests or parts[1] is not group_manifests:
             merged = {**pod_manifests, **group_manifests}
@@ -380,21 +406,55 @@ class CacheReader:
 
     def _remember_sealed(self) -> dict[str, PodGroup | None]:
         """Remember each PodGroup's record that traced to draq (by uid); return the groups whose record did
-        not, each with the record draq last sealed for it (None when this process never saw one)."""
-        unsealed: dict[str, PodGroup | None] = {}
-        remembered: dict[str, PodGroup] = {}
-        self.untraceable.clear()
-        for entry in self._parsed["PodGroup"].current.values():
-            uid = entry.token[0]
-            if entry.model is not None:
-                remembered[uid] = entry.model
-            elif entry.bad is not None and entry.bad.unsealed:
-                self.untraceable.add(uid)
-                unsealed[entry.bad.key] = self._last_sealed.get(uid)
-                if uid in self._last_sealed:
-                    remembered[uid] = self._last_sealed[uid]
-        self._last_sealed = remembered  # PodGroups that are gone are forgotten
+        not, each with the record draq last sealed for it (None when this process never saw one). Only the
+        PodGroups whose entries changed since the last call are looked at, when that is known."""
+        memo = self._parsed["PodGroup"]
+        touched = memo.entries_changed_since(self._sealed_generation)
+        self._sealed_generation = memo.generation
+        at = self._sealed_at
+        if touched is None or any(not uid for key in touched for uid in (
+                memo.current[key].token[0] if key in memo.current else "-", at[key][0] if key in at else "-")):
+            return self._remember_all()
+        unsealed = dict(self._unsealed) if touched else self._unsealed
+        for key in touched:
+            old = at.pop(key, None)
+            previous = None
+            if old is not None:
+                previous = self._last_sealed.pop(old[0], None)
+                self.untraceable.discard(old[0])
+                if old[1] is not None:
+                    unsealed.pop(old[1], None)
+            entry = memo.current.get(key)
+            if entry is not None:
+                uid = entry.token[0]
+                self._remember(key, entry, previous if old is not None and old[0] == uid
+                               else self._last_sealed.get(uid), unsealed)
+        self._unsealed = unsealed
         return unsealed
+
+    def _remember_all(self) -> dict[str, PodGroup | None]:
+        """`_remember_sealed` from every PodGroup (PodGroups that are gone are forgotten)."""
+        last = self._last_sealed
+        unsealed: dict[str, PodGroup | None] = {}
+        self._last_sealed, self._sealed_at = {}, {}
+        self.untraceable.clear()
+        for key, entry in self._parsed["PodGroup"].current.items():
+            self._remember(key, entry, last.get(entry.token[0]), unsealed)
+        self._unsealed = unsealed
+        return unsealed
+
+    def _remember(self, key: Key, entry: _Entry, last: PodGroup | None, unsealed: dict[str, PodGroup | None]) -> None:
+        """One PodGroup's part: its record when it traces to draq, else (untraceable) the one `last` sealed."""
+        uid = entry.token[0]
+        if entry.model is not None:
+            self._last_sealed[uid] = entry.model
+            self._sealed_at[key] = (uid, None)
+        elif entry.bad is not None and entry.bad.unsealed:
+            self.untraceable.add(uid)
+            unsealed[entry.bad.key] = last
+            if last is not None:
+                self._last_sealed[uid] = last
+            self._sealed_at[key] = (uid, entry.bad.key)
 
     def _resource_quotas(self) -> tuple[ResourceQuota, ...]:
         """The cached ResourceQuotas that parse (none where the cache has no ResourceQuota reflector)."""
@@ -521,6 +581,9 @@ class CacheReader:
                 if keyed and changed_keys is not None:
                     self._rekey(by_key, changed_keys, old, entry, moved)
         assumed = self.cache.assumed(kind)
+        if assumed or changed or memo.overlaid:  # `models` is a new list below
+            memo.generation += 1
+            memo.changed_entries = None if relisted or assumed or was_overlaid else set(dirty)
         if assumed:
             entries = dict(memo.entries)
             for key, manifest in assumed.items():
