@@ -129,6 +129,9 @@ class Operator:
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
         self._wait_written: dict[str, tuple[WaitReason, GroupView, float]] = {}  # -> reason, group, when written
+        # The last pass's Waits whose message was already written, by identity: the cycle hands the same Wait
+        # objects on for groups parked or behind their LocalQueue's budget, so those are passed over at once.
+        self._said_waits: dict[int, GroupDecision] = {}
         self._queue_status: dict[str, Mapping[str, Any]] = {}
         # What the last charge reconciliation read when it found nothing to correct (`_correct_charges`).
         self._no_corrections: tuple[object, ...] = ()
@@ -223,6 +226,7 @@ class Operator:
         read is consistent and made after the Lease changed hands, so the records a previous leader wrote
         before it stopped count even where the watch is behind (its later writes fail on the fence)."""
         self._said.clear()
+        self._said_waits = {}
         self._wait_written.clear()
         self._queue_status.clear()
         self._parking = Parking(safety_seconds=self.settings.park_safety_seconds)  # a new term evaluates all
@@ -339,11 +343,17 @@ class Operator:
                     self._group_failed(group, err)
 
         # Groups are written side by side; within a group the order stays record first, then release.
+        said_before, said = self._said_waits, {}
         try:
             async with asyncio.TaskGroup() as writing:
                 for decision in result.decisions:
-                    if not self._already_said(decision, groups[decision.group]):
+                    if said_before.get(id(decision)) is decision:  # the same Wait the last pass found said
+                        said[id(decision)] = decision
+                    elif not self._already_said(decision, groups[decision.group]):
                         writing.create_task(write(decision))
+                    elif isinstance(decision, Wait) and self._said.get(decision.group) == decision.message:
+                        said[id(decision)] = decision
+                self._said_waits = said
         except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
             raise failed.exceptions[0] from None
         if result.preemptions.preempts:
