@@ -140,6 +140,7 @@ class _Parsed:
         # not known, e.g. relisted or overlaid): what is derived from the entries follows them key by key.
         self.generation = 0
         self.changed_entries: set[Key] | None = None
+        self.overlay_keys: set[Key] = set()  # the keys of the operator's writes overlaid in the last output
 
     def entries_changed_since(self, generation: int) -> set[Key] | None:
         """The store keys whose entries changed after `generation`, when known (it is the one before)."""
@@ -583,7 +584,10 @@ class CacheReader:
         assumed = self.cache.assumed(kind)
         if assumed or changed or memo.overlaid:  # `models` is a new list below
             memo.generation += 1
-            memo.changed_entries = None if relisted or assumed or was_overlaid else set(dirty)
+            # Entries differ from the last output's where the watch changed them and where a write of the
+            # operator's is overlaid now or was then.
+            memo.changed_entries = None if relisted else {*dirty, *assumed, *memo.overlay_keys}
+        memo.overlay_keys = set(assumed)
         if assumed:
             entries = dict(memo.entries)
             for key, manifest in assumed.items():
