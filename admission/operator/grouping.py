@@ -128,7 +128,6 @@ class GroupMemo:
             self._objects[group.key] = group
         return dirty
 
-
     def _pod_groups_changed_at(self, by_key: Mapping[str, PodGroup], changed: Iterable[str]) -> set[str]:
         """The same from the PodGroups whose keys changed alone."""
         dirty: set[str] = set()
