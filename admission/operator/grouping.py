@@ -38,16 +38,23 @@ class GroupMemo:
 
     def collect(self, pods: Iterable[Pod], pod_groups: Iterable[PodGroup], created: Mapping[str, str],
                 unreadable: Mapping[str, str], unsealed: Mapping[str, PodGroup | None],
-                changed_pods: tuple[Mapping[str, Pod], Iterable[str]] | None = None) -> tuple[GroupView, ...]:
+                changed_pods: tuple[Mapping[str, Pod], Iterable[str]] | None = None,
+                changed_pod_groups: tuple[Mapping[str, PodGroup], Iterable[str]] | None = None
+                ) -> tuple[GroupView, ...]:
         """What `collect_groups(pods, pod_groups, created, unreadable, unsealed)` returns. `changed_pods`: every
         pod by key and the keys changed since the last call, when known; then `pods` is not read (and those
-        pods are taken from the mapping: the managed ones are those with both of draq's labels)."""
+        pods are taken from the mapping: the managed ones are those with both of draq's labels).
+        `changed_pod_groups`: the same for the PodGroups (then `pod_groups` is not read)."""
         if changed_pods is not None and self._collected:
             dirty = self._pods_changed(*changed_pods)
         else:
             dirty = self._members_changed(pods if changed_pods is None else changed_pods[0].values())
+        if changed_pod_groups is not None and self._collected:
+            dirty |= self._pod_groups_changed_at(*changed_pod_groups)
+        else:
+            dirty |= self._pod_groups_changed(pod_groups if changed_pod_groups is None
+                                              else changed_pod_groups[0].values())
         self._collected = True
-        dirty |= self._pod_groups_changed(pod_groups)
         dirty |= _changed(self._created, created) | _changed(self._unreadable, unreadable)
         dirty |= _changed(self._unsealed, unsealed, by_identity=True)
         self._created, self._unreadable, self._unsealed = created, unreadable, unsealed
@@ -119,6 +126,22 @@ class GroupMemo:
             group = before[new] = now[new]
             dirty.add(group.key)
             self._objects[group.key] = group
+        return dirty
+
+    def _pod_groups_changed_at(self, by_key: Mapping[str, PodGroup], changed: Iterable[str]) -> set[str]:
+        """The same from the PodGroups whose keys changed alone."""
+        dirty: set[str] = set()
+        for key in changed:
+            old, new = self._objects.get(key), by_key.get(key)
+            if old is new:
+                continue
+            if old is not None:
+                del self._pod_groups[id(old)]
+                del self._objects[key]
+            if new is not None:
+                self._pod_groups[id(new)] = new
+                self._objects[key] = new
+            dirty.add(key)
         return dirty
 
 

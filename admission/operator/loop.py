@@ -138,8 +138,15 @@ class Operator:
         self.cycle_seconds: list[float] = []
         self._said: dict[str, str] = {}  # group key -> last pending message written
         self._wait_written: dict[str, tuple[WaitReason, GroupView, float]] = {}  # -> reason, group, when written
+        # The last pass's Waits whose message was already written, by identity: the cycle hands the same Wait
+        # objects on for groups parked or behind their LocalQueue's budget, so those are passed over at once.
+        self._said_waits: dict[int, GroupDecision] = {}
         self._queue_status: dict[str, Mapping[str, Any]] = {}
+        # What the last charge reconciliation read when it found nothing to correct (`_correct_charges`).
+        self._no_corrections: tuple[object, ...] = ()
         self._computing: asyncio.Task[Any] | None = None  # the last pass's worker thread
+        # In `run`: a pass that ends with a change already waiting leaves the metrics' figures to a later one.
+        self.defer_figures = False
         self._parking = Parking(safety_seconds=settings.park_safety_seconds)  # carried from pass to pass
         self._last_pass_end: float | None = None  # monotonic; `_quiet_seconds`
         self._last_pass_seconds = 0.0
@@ -166,6 +173,7 @@ class Operator:
         counting the Lease's expiry at once, while it lists."""
         elector_task = asyncio.create_task(self.elector.run()) if self.elector else None
         term = 0
+        self.defer_figures = True
         try:
             listing = self.clock.monotonic()
             await self.choose_release()
@@ -227,6 +235,7 @@ class Operator:
         read is consistent and made after the Lease changed hands, so the records a previous leader wrote
         before it stopped count even where the watch is behind (its later writes fail on the fence)."""
         self._said.clear()
+        self._said_waits = {}
         self._wait_written.clear()
         self._queue_status.clear()
         self._parking = Parking(safety_seconds=self.settings.park_safety_seconds)  # a new term evaluates all
@@ -349,11 +358,17 @@ class Operator:
 
         # Groups are written side by side; within a group the order stays record first, then release. Admissions
         # take the write slots first: a burst of new groups' Wait writes (a flood) must not hold up a release.
+        said_before, said = self._said_waits, {}
         try:
             async with asyncio.TaskGroup() as writing:
                 for decision in sorted(result.decisions, key=_write_order):
-                    if not self._already_said(decision, groups[decision.group]):
+                    if said_before.get(id(decision)) is decision:  # the same Wait the last pass found said
+                        said[id(decision)] = decision
+                    elif not self._already_said(decision, groups[decision.group]):
                         writing.create_task(write(decision))
+                    elif isinstance(decision, Wait) and self._said.get(decision.group) == decision.message:
+                        said[id(decision)] = decision
+                self._said_waits = said
         except BaseExceptionGroup as failed:  # the first failure ends the cycle (e.g. LeadershipLost)
             raise failed.exceptions[0] from None
         if deferred:
@@ -366,7 +381,8 @@ class Operator:
         self.cycles += 1
         self.cycle_seconds.append(self.clock.monotonic() - started)
         del self.cycle_seconds[:-1000]
-        await self._off_loop(self.metrics.cycle, reading, result, self.cycle_seconds[-1], self.clock.now())
+        await self._off_loop(self.metrics.cycle, reading, result, self.cycle_seconds[-1], self.clock.now(),
+                             self.defer_figures and self.cache.changed.is_set())
 
     async def _seal_ready(self) -> None:
         """Load the record seal's key before the first reading; on the start that created it, seal the
@@ -603,9 +619,14 @@ class Operator:
         if not running:
             return False
         inventory = charging_inventory(cycle.snapshot, self.gates)
+        inputs = (cycle.snapshot.claims, cycle.snapshot.templates, inventory, *cycle.units, *running)
+        if _same_objects(self._no_corrections, inputs):
+            return False  # the same groups, claims and units found nothing to correct last time
+        corrections = charge_corrections(running, cycle.snapshot.claims, cycle.snapshot.templates, cycle.units,
+                                         inventory, device_selected)
+        self._no_corrections = () if corrections else inputs
         changed = False
-        for correction in charge_corrections(running, cycle.snapshot.claims, cycle.snapshot.templates, cycle.units,
-                                             inventory, device_selected):
+        for correction in corrections:
             group = next(g for g in running if g.key == correction.group)
             assert group.pod_group is not None
             try:
@@ -639,6 +660,10 @@ class Operator:
             self._queue_status[memo] = status
         except KubeApiError as err:
             log.warning("status of %s: %s", memo, err)
+
+
+def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

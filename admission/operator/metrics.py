@@ -58,6 +58,10 @@ FIGURES_BUDGET = 0.05
 """The share of the operator's time the cluster's figures may take: they read every group, so with thousands
 pending they are refreshed every few cycles rather than after each one (a scrape every 15 s or more sees
 figures at most a few seconds old)."""
+DEFER_SECONDS = 5.0
+"""How long the figures and the gap report may be left to a later pass while changes keep arriving (each pass
+that ends with a change already waiting): a burst's admissions do not wait for them, and a scrape sees them at
+most this much older than their budgets allow."""
 
 
 def reading_gaps(reading: Reading) -> GapFigures:
@@ -199,6 +203,7 @@ class OperatorMetrics:
         self._gaps_due = 0.0  # the clock's monotonic time from which the gaps may be computed again
         self._figures_budget = figures_budget
         self._figures_due = 0.0  # the same for the cluster's figures
+        self._updated = -DEFER_SECONDS  # the clock's monotonic time of the last pass that updated them (`cycle`)
         self._kept_figures = KeptFigures()
         self._cycle = Histogram("draq_cycle_duration_seconds", "Duration of one reconcile pass that ran an "
                                 "admission cycle, writes included.", registry=registry, buckets=CYCLE_BUCKETS)
@@ -225,8 +230,11 @@ class OperatorMetrics:
             self._groups.labels(outcome)
         registry.register(_FiguresCollector(self))
 
-    def cycle(self, reading: Reading, result: CycleResult, seconds: float, completed_at: dt.datetime) -> None:
-        """After a cycle: its duration and steps, and a new snapshot of the cluster's figures."""
+    def cycle(self, reading: Reading, result: CycleResult, seconds: float, completed_at: dt.datetime,
+              hurry: bool = False) -> None:
+        """After a cycle: its duration and steps, and a new snapshot of the cluster's figures. With `hurry` (a
+        change is already waiting for the next pass), the figures and the gap report are left to a later pass
+        unless they are `DEFER_SECONDS` old: the next admission does not wait for them."""
         self._cycle.observe(seconds)
         for step, spent in result.step_seconds.items():
             self._steps.labels(step).observe(spent)
@@ -235,6 +243,10 @@ class OperatorMetrics:
         for outcome, groups in zip(GROUP_OUTCOMES, (stats.evaluated, stats.parked, stats.woken), strict=True):
             self._groups.labels(outcome).inc(groups)
         self._parked.set(stats.parked_after)
+        now = self._clock.monotonic()
+        if hurry and now - self._updated < DEFER_SECONDS:
+            return
+        self._updated = now
         self._update_figures(reading, result)
         self._update_gaps(reading)
 

@@ -136,6 +136,15 @@ class _Parsed:
         self.changed_keys: set[str] | None = None
         # ResourceQuotas only: `models` and the ResourceQuotas among them, kept while `models` is the same list.
         self.quotas: tuple[list[Any], tuple[ResourceQuota, ...]] | None = None
+        # Bumped each time `models` is a new list, with the store keys whose entries that change touched (None:
+        # not known, e.g. relisted or overlaid): what is derived from the entries follows them key by key.
+        self.generation = 0
+        self.changed_entries: set[Key] | None = None
+        self.overlay_keys: set[Key] = set()  # the keys of the operator's writes overlaid in the last output
+
+    def entries_changed_since(self, generation: int) -> set[Key] | None:
+        """The store keys whose entries changed after `generation`, when known (it is the one before)."""
+        return self.changed_entries if generation == self.generation - 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,15 +166,25 @@ class _Derived(Generic[K, V]):
         self._keys: dict[Key, K] = {}
         self._value: dict[K, V] = {}
         self._token: object = None
+        self._generation = -2  # the kind's generation at the last `of` (none yet: compare all)
 
-    def of(self, entries: Mapping[Key, _Entry], token: object) -> Mapping[K, V]:
-        """`token`: the kind's `_Parsed.models`, the same list while none of its entries changed."""
+    def of(self, entries: Mapping[Key, _Entry], parsed: _Parsed) -> Mapping[K, V]:
+        """`entries`: of the kind `parsed` (all of them, or those it keeps); looked at only where its entries
+        changed when that is known, else all compared by identity."""
+        token = parsed.models  # the same list while none of its entries changed
         if token is self._token:
             return self._value
         self._token = token
+        touched = parsed.entries_changed_since(self._generation)
+        self._generation = parsed.generation
         before = self._entries
-        gone = before.keys() - entries.keys()
-        changed = [(key, entry) for key, entry in entries.items() if before.get(key) is not entry]
+        if touched is None:
+            gone = before.keys() - entries.keys()
+            changed = [(key, entry) for key, entry in entries.items() if before.get(key) is not entry]
+        else:
+            gone = {key for key in touched if key in before and key not in entries}
+            changed = [(key, entry) for key in touched
+                       if (entry := entries.get(key)) is not None and before.get(key) is not entry]
         if not gone and not changed:
             return self._value
         value = dict(self._value)
@@ -213,6 +232,11 @@ class CacheReader:
         self.adopting = False  # the first start with a new key: records it cannot verify are taken as draq's
         self._last_sealed: dict[str, PodGroup] = {}  # PodGroup uid -> its last record that traced to draq
         self.untraceable: set[str] = set()  # uids of the PodGroups whose record does not trace to draq
+        # `_remember_sealed`: each PodGroup's part (its uid, and its key in the untraceable records when it is
+        # one), those records, and the PodGroups' generation they follow.
+        self._sealed_at: dict[Key, tuple[str, str | None]] = {}
+        self._unsealed: dict[str, PodGroup | None] = {}
+        self._sealed_generation = -2
         self.workload_kinds: frozenset[str] = frozenset()  # the enabled integrations' kinds the cache watches
         self._groups = GroupMemo()
         self._created: _Derived[str, str] = _Derived(lambda key, e: (f"{key[0]}/{key[1]}", _created(e.manifest)))
@@ -222,6 +246,11 @@ class CacheReader:
             lambda key, e: (ObjectRef("PodGroup", *key), e.manifest))
         empty: dict[ObjectRef, Mapping[str, Any]] = {}
         self._index: GroupIndex | None = None
+        # `_owned`: each group's view, owner chains and result at the last reading, and its last tuple.
+        self._owners_memo: dict[str, tuple[GroupView, dict[str, Membership], GroupView]] = {}
+        self._owned_last: tuple[GroupView, ...] = ()
+        self._owned_input: tuple[GroupView, ...] | None = None
+        self._owned_chains: dict[str, dict[str, Membership]] = {}
         self._state_inputs: tuple[tuple[ClusterQueue, ...], tuple[GroupView, ...], list[Unreadable]] | None = None
         self._kept_groups: tuple[tuple[object, object], tuple[GroupView, ...], dict[str, PodGroup | None]] | None = None
         self._merged: tuple[tuple[object, object], dict[ObjectRef, Mapping[str, Any]]] = ((None, None), empty)
@@ -232,7 +261,7 @@ class CacheReader:
         inputs["Pod"] = self._models("Pod", _pod_or_none, keep=_has_queue_label, keyed=True)
         pod_memo = self._parsed["Pod"]
         self._pods_by_key = (pod_memo.by_key, pod_memo.changed_keys)
-        pod_groups = self._models("PodGroup", self._parse_pod_group)
+        pod_groups = self._models("PodGroup", self._parse_pod_group, keyed=True)
         group_entries = self._parsed["PodGroup"].current
         groups, unsealed = self._collected(pod_memo, pod_groups)
         queues = tuple(self._models("ClusterQueue", parse_cluster_queue))
@@ -248,6 +277,7 @@ class CacheReader:
                   for n in self.cache.objects("Namespace")}
         manifests = self._manifests(pod_memo, self._parsed["PodGroup"])
         groups, memberships = self._owned(groups, manifests)
+        self._owned_last = groups
         groups = self._with_pod_group_claims(groups)
         state, current = self._state(queues, groups, bad)
         snapshot = self._snapshot_of(inputs)  # every pod: those on nodes take their room
@@ -269,41 +299,74 @@ class CacheReader:
             return kept[1], kept[2]
         changed = pod_memo.changed_keys
         managed = [e.model for e in pod_memo.current_kept.values() if e.model is not None] if changed is None else []
-        created = self._created.of(self._parsed["PodGroup"].current, pod_groups)
+        created = self._created.of(self._parsed["PodGroup"].current, self._parsed["PodGroup"])
         only_pods = kept is not None and kept[0][1] is pod_groups
         unsealed = kept[2] if kept is not None and only_pods else self._remember_sealed()
+        group_memo = self._parsed["PodGroup"]
         groups = self._groups.collect(managed, pod_groups, created,
                                       {b.key: b.reason for b in self._bad("PodGroup")}, unsealed,
-                                      None if changed is None else (pod_memo.by_key, changed))
+                                      None if changed is None else (pod_memo.by_key, changed),
+                                      None if group_memo.changed_keys is None
+                                      else (group_memo.by_key, group_memo.changed_keys))
         self._kept_groups = (tokens, groups, unsealed)
         return groups, unsealed
 
     def _owned(self, groups: tuple[GroupView, ...], manifests: Mapping[ObjectRef, Mapping[str, Any]]
                ) -> tuple[tuple[GroupView, ...], dict[str, dict[str, Membership]]]:
         """Each group as its members' owner chains make it (`with_owners`), and those chains. Pods with the
-        same owner share one walk."""
+        same owner share one walk. While no owner object changed, a group that is the same view as last time
+        is given its last result and chains at once, and the tuple is the last one while every group is: what
+        follows the reading (its index, the queue usage, the cycle's lines) is kept by the tuple's identity."""
         if not self.workload_kinds:
             return groups, {}
+        kept = {} if self._owners_changed() else self._owners_memo
+        if kept and groups is self._owned_input:
+            return self._owned_last, self._owned_chains
         owners = _CacheOwners(self.cache)
         walked: dict[tuple[Any, ...], Membership] = {}
         found: dict[str, dict[str, Membership]] = {}
+        memo: dict[str, tuple[GroupView, dict[str, Membership], GroupView]] = {}
         updated = []
         for group in groups:
-            members: dict[str, Membership] = {}
-            for pod in group.pods:
-                if pod.meta.controller is None and not pod.workload:
-                    continue  # no owner chain to walk (the common case: checked before any lookup)
-                manifest = manifests.get(ObjectRef("Pod", pod.namespace, pod.name))
-                if manifest is None or not (controller_of(manifest) or pod.workload):
-                    continue
-                key = walk_key(manifest)
-                if key not in walked:
-                    walked[key] = membership(manifest, owners, self.workload_kinds)
-                members[pod.name] = walked[key]
+            last = kept.get(group.key)
+            if last is not None and last[0] is group:
+                members, view = last[1], last[2]
+            else:
+                members = self._chains(group, manifests, owners, walked)
+                view = with_owners(group, members)
             if members:
                 found[group.key] = members
-            updated.append(with_owners(group, members))
-        return tuple(updated), found
+            memo[group.key] = (group, members, view)
+            updated.append(view)
+        self._owners_memo, self._owned_input, self._owned_chains = memo, groups, found
+        return _same_or_new(self._owned_last, updated), found
+
+    def _chains(self, group: GroupView, manifests: Mapping[ObjectRef, Mapping[str, Any]], owners: _CacheOwners,
+                walked: dict[tuple[Any, ...], Membership]) -> dict[str, Membership]:
+        """The owner chains of the group's members, by pod name (only pods with a controller or a workload)."""
+        members: dict[str, Membership] = {}
+        for pod in group.pods:
+            if pod.meta.controller is None and not pod.workload:
+                continue  # no owner chain to walk (the common case: checked before any lookup)
+            manifest = manifests.get(ObjectRef("Pod", pod.namespace, pod.name))
+            if manifest is None or not (controller_of(manifest) or pod.workload):
+                continue
+            key = walk_key(manifest)
+            if key not in walked:
+                walked[key] = membership(manifest, owners, self.workload_kinds)
+            members[pod.name] = walked[key]
+        return members
+
+    def _owners_changed(self) -> bool:
+        """Whether an object of a kind the reader does not parse (the owners: workloads, their controllers) changed
+        since the last reading, or is overlaid by a write of the operator."""
+        changed = False
+        for kind, reflector in self.cache.reflectors.items():
+            if kind in self._parsed:
+                continue
+            relisted, dirty = reflector.take_changes()
+            changed |= relisted or bool(dirty) or bool(self.cache.assumed(kind))
+        return changed
 
     def _with_pod_group_claims(self, groups: tuple[GroupView, ...]) -> tuple[GroupView, ...]:
         """Members' claim entries that are PodGroup-level claims of the scheduling PodGroup they name, marked
@@ -312,7 +375,10 @@ class CacheReader:
             return groups
         claims = {f"{_meta(m).get('namespace')}/{_meta(m).get('name')}": found
                   for m in self.cache.objects(kinds.SCHEDULING_POD_GROUP) if (found := parse_pod_group_claims(m))}
-        return tuple(with_pod_group_claims(g, claims) for g in groups) if claims else groups
+        if not claims:
+            return groups
+        marked = [with_pod_group_claims(g, claims) for g in groups]
+        return groups if all(a is b for a, b in zip(marked, groups, strict=True)) else tuple(marked)
 
     def _topologies(self) -> dict[str, Topology]:
         """The cached Topologies that parse, by name (none where the cache does not watch them)."""
@@ -323,8 +389,8 @@ class CacheReader:
     def _manifests(self, pods: _Parsed, groups: _Parsed) -> Mapping[ObjectRef, Mapping[str, Any]]:
         """The managed pods' and the PodGroups' manifests by identity: the same mapping as last time while
         neither changed."""
-        pod_manifests = self._pod_manifests.of(pods.current_kept, pods.models)
-        group_manifests = self._group_manifests.of(groups.current, groups.models)
+        pod_manifests = self._pod_manifests.of(pods.current_kept, pods)
+        group_manifests = self._group_manifests.of(groups.current, groups)
         parts, merged = self._merged
         if parts[0] is not pod_manifests or parts[1] is not group_manifests:
             merged = {**pod_manifests, **group_manifests}
@@ -341,21 +407,55 @@ class CacheReader:
 
     def _remember_sealed(self) -> dict[str, PodGroup | None]:
         """Remember each PodGroup's record that traced to draq (by uid); return the groups whose record did
-        not, each with the record draq last sealed for it (None when this process never saw one)."""
-        unsealed: dict[str, PodGroup | None] = {}
-        remembered: dict[str, PodGroup] = {}
-        self.untraceable.clear()
-        for entry in self._parsed["PodGroup"].current.values():
-            uid = entry.token[0]
-            if entry.model is not None:
-                remembered[uid] = entry.model
-            elif entry.bad is not None and entry.bad.unsealed:
-                self.untraceable.add(uid)
-                unsealed[entry.bad.key] = self._last_sealed.get(uid)
-                if uid in self._last_sealed:
-                    remembered[uid] = self._last_sealed[uid]
-        self._last_sealed = remembered  # PodGroups that are gone are forgotten
+        not, each with the record draq last sealed for it (None when this process never saw one). Only the
+        PodGroups whose entries changed since the last call are looked at, when that is known."""
+        memo = self._parsed["PodGroup"]
+        touched = memo.entries_changed_since(self._sealed_generation)
+        self._sealed_generation = memo.generation
+        at = self._sealed_at
+        if touched is None or any(not uid for key in touched for uid in (
+                memo.current[key].token[0] if key in memo.current else "-", at[key][0] if key in at else "-")):
+            return self._remember_all()
+        unsealed = dict(self._unsealed) if touched else self._unsealed
+        for key in touched:
+            old = at.pop(key, None)
+            previous = None
+            if old is not None:
+                previous = self._last_sealed.pop(old[0], None)
+                self.untraceable.discard(old[0])
+                if old[1] is not None:
+                    unsealed.pop(old[1], None)
+            entry = memo.current.get(key)
+            if entry is not None:
+                uid = entry.token[0]
+                self._remember(key, entry, previous if old is not None and old[0] == uid
+                               else self._last_sealed.get(uid), unsealed)
+        self._unsealed = unsealed
         return unsealed
+
+    def _remember_all(self) -> dict[str, PodGroup | None]:
+        """`_remember_sealed` from every PodGroup (PodGroups that are gone are forgotten)."""
+        last = self._last_sealed
+        unsealed: dict[str, PodGroup | None] = {}
+        self._last_sealed, self._sealed_at = {}, {}
+        self.untraceable.clear()
+        for key, entry in self._parsed["PodGroup"].current.items():
+            self._remember(key, entry, last.get(entry.token[0]), unsealed)
+        self._unsealed = unsealed
+        return unsealed
+
+    def _remember(self, key: Key, entry: _Entry, last: PodGroup | None, unsealed: dict[str, PodGroup | None]) -> None:
+        """One PodGroup's part: its record when it traces to draq, else (untraceable) the one `last` sealed."""
+        uid = entry.token[0]
+        if entry.model is not None:
+            self._last_sealed[uid] = entry.model
+            self._sealed_at[key] = (uid, None)
+        elif entry.bad is not None and entry.bad.unsealed:
+            self.untraceable.add(uid)
+            unsealed[entry.bad.key] = last
+            if last is not None:
+                self._last_sealed[uid] = last
+            self._sealed_at[key] = (uid, entry.bad.key)
 
     def _resource_quotas(self) -> tuple[ResourceQuota, ...]:
         """The cached ResourceQuotas that parse (none where the cache has no ResourceQuota reflector)."""
@@ -482,6 +582,12 @@ class CacheReader:
                 if keyed and changed_keys is not None:
                     self._rekey(by_key, changed_keys, old, entry, moved)
         assumed = self.cache.assumed(kind)
+        if assumed or changed or memo.overlaid:  # `models` is a new list below
+            memo.generation += 1
+            # Entries differ from the last output's where the watch changed them and where a write of the
+            # operator's is overlaid now or was then.
+            memo.changed_entries = None if relisted else {*dirty, *assumed, *memo.overlay_keys}
+        memo.overlay_keys = set(assumed)
         if assumed:
             entries = dict(memo.entries)
             for key, manifest in assumed.items():
@@ -560,6 +666,13 @@ def _own_queue(bad: Unreadable, entries: Mapping[Key, _Entry],
     queue = spec.get("queue") if isinstance(spec, Mapping) else None
     local = local_queues.get(f"{_meta(manifest).get('namespace')}/{queue}") if isinstance(queue, str) else None
     return replace(bad, holds_quota_in=local.cluster_queue if local is not None else "")
+
+
+def _same_or_new(last: tuple[T, ...], now: list[T]) -> tuple[T, ...]:
+    """`last` when `now` holds the same objects in the same order, else `now` as a tuple."""
+    if len(last) == len(now) and all(a is b for a, b in zip(last, now, strict=True)):
+        return last
+    return tuple(now)
 
 
 def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:

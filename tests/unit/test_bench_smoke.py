@@ -75,6 +75,8 @@ def test_the_flooded_pass_benchmark_runs(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.syspath_prepend(str(BENCH))
     sys.modules.pop("bench_flooded_pass", None)
     bench = importlib.import_module("bench_flooded_pass")
-    measured = asyncio.run(bench.measure(20, 2))  # every tenant group is admitted in its pass (asserted there)
+    # Every tenant group is admitted in its pass and Running in the next (asserted there).
+    measured = asyncio.run(bench.measure(20, 2, 2))
     assert len(measured["one tenant group admitted"]) == 2
+    assert len(measured["the next (it is bound, Running)"]) == 2
     assert {"nothing changed read", "one tenant group admitted metrics"} <= measured.keys()

@@ -25,6 +25,7 @@ from admission.core.quota import (
     Unchargeable,
     charge_group,
     charge_status,
+    extended_claims,
     reconcile,
     reconciliation_status,
 )
@@ -126,9 +127,11 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
     Only members that are still running count (a finished member's claims are released), and only
     once every one of their claims is allocated: while an allocation is still arriving the recorded
     charge stands, so usage never dips below what the group will hold. Units not in `units` (deleted, or
-    invalid now) keep their recorded amounts: they cannot be computed, and are not dropped.
+    invalid now) keep their recorded amounts: they cannot be computed, and are not dropped. The claims made for
+    extended resources are found once for all the groups, not once per member.
     """
     corrections = []
+    extended: dict[tuple[str, str], ResourceClaim] | None = None
     for group in groups:
         pod_group = group.pod_group
         if pod_group is None or pod_group.phase is not Phase.RUNNING:
@@ -136,8 +139,10 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
         live = tuple(p for p in group.pods if p.phase not in TERMINAL_PHASES)
         if not live:
             continue  # the group is finishing: its charge is released as a whole
+        if extended is None:
+            extended = extended_claims(claims.values())
         try:
-            allocated = charge_group(GroupObjects(live, claims, templates), units, inventory, matches,
+            allocated = charge_group(GroupObjects(live, claims, templates, extended), units, inventory, matches,
                                      allocated_only=True)
         except Unchargeable:
             continue

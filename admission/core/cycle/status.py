@@ -106,7 +106,7 @@ def pending_counts(waiting: Iterable[Wait], groups: Mapping[str, GroupView]) -> 
         per_cq[wait.cluster_queue] += 1
         group = groups.get(wait.group)
         if group is not None:
-            per_lq[f"{group.namespace}/{group.queue}"] += 1
+            per_lq[group.local_key] += 1
     return PendingCounts(dict(per_cq), dict(per_lq))
 
 

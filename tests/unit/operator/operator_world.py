@@ -36,13 +36,17 @@ DEADLINE = 10.0
 
 
 async def started(api: FakeApi, clock: FakeClock | None = None, release: str = "1.35",
-                  gangs: bool = False) -> Operator:
+                  gangs: bool = False, owners: bool = False) -> Operator:
     """An operator on `api` with its cache listed; with `gangs`, after it found the gang API served (as at
-    start)."""
+    start); with `owners`, watching the owner kinds of the default integrations, served by `api` (as
+    `draq run` does)."""
     operator = Operator(OperatorSettings(leader_election=False, kubernetes_version=release), api=api,
                         clock=clock or FakeClock())
     if gangs:
         await operator.discover_gangs()
+    if owners:
+        api.discovery.update({"batch/v1": ["jobs"], "apps/v1": ["replicasets", "deployments", "statefulsets"]})
+        await operator.watch_owners()
     await operator.cache.start(timeout=5)
     return operator
 

@@ -13,6 +13,7 @@ import pytest
 from admission.core.allocator import Allocator
 from admission.core.cycle import charging_inventory, run_cycle
 from admission.core.features import gates_for
+from admission.core.quota import seal_record
 from admission.operator.cache import OperatorCache
 from admission.operator.reading import CacheReader, Reading
 from tests.support.builders import (
@@ -24,6 +25,7 @@ from tests.support.builders import (
     local_queue,
     node,
     pod,
+    pod_group,
     quota,
     quota_unit,
     resource_slice,
@@ -131,12 +133,89 @@ def test_a_kept_reading_equals_a_fresh_one(seed: int) -> None:
         lambda: cache.put(cluster_queue("cq", quota("gpus", rng.randrange(4, 20)))),
         lambda: cache.assume("Pod", _assumed(cache, rng)),
         lambda: clock.advance(rng.choice((1.0, 40.0))),
+        lambda: cache.put(_record(rng)),
+        lambda: cache.delete("PodGroup", NS, f"g{rng.randrange(4)}"),
+        lambda: cache.assume("PodGroup", _assumed_record(cache, rng)),
     ]
     for _ in range(40):
         for _ in range(rng.randrange(1, 4)):
             steps[rng.randrange(len(steps))]()
         kept = reader.read()
         assert summary(kept) == summary(fresh(cache))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_records_traced_to_draq_are_remembered_as_a_reading_of_every_podgroup_would(seed: int) -> None:
+    """With a seal key, kept readings (only the PodGroups that changed looked at) name the same untraceable
+    records, each with the same last sealed record, and the same groups, as a reader that looks at every
+    PodGroup each time, after random records sealed, forged, deleted and recreated."""
+    rng = random.Random(seed)
+    clock = FakeClock()
+    cache = Cache(clock)
+    cache.put(cluster_queue("cq", quota("gpus", 12)))
+    cache.put(local_queue("lq", "cq"))
+    readers = [CacheReader(cache, GATES, clock) for _ in range(2)]  # type: ignore[arg-type]
+    every = readers[1]
+    every._remember_sealed = every._remember_all  # type: ignore[method-assign]
+    for reader in readers:
+        reader.seal_key = KEY
+    recreated = [0]
+
+    def recreate() -> None:
+        recreated[0] += 1
+        cache.delete("PodGroup", NS, "g0")
+        cache.put(_record(rng, "g0", uid=f"again-{recreated[0]}"), "ADDED")
+
+    steps = [
+        lambda: cache.put(_record(rng, sealed=True)),
+        lambda: cache.put(_record(rng, sealed=False)),
+        lambda: cache.delete("PodGroup", NS, f"g{rng.randrange(4)}"),
+        recreate,
+        lambda: [cache.put(m) for m in gang(f"g{rng.randrange(4)}", 1, 1)],
+        lambda: cache.assume("PodGroup", _assumed_record(cache, rng)),
+    ]
+    for _ in range(40):
+        for _ in range(rng.randrange(1, 4)):
+            steps[rng.randrange(len(steps))]()
+        saved = {kind: (r.relisted, dict(r.dirty)) for kind, r in cache.reflectors.items()}
+        kept = readers[0].read()
+        for kind, (relisted, dirty) in saved.items():  # the second reader sees the same changes
+            cache.reflectors[kind].relisted, cache.reflectors[kind].dirty = relisted, dirty
+        full = every.read()
+        assert readers[0].untraceable == every.untraceable
+        assert readers[0]._last_sealed == every._last_sealed
+        assert kept.cycle.groups == full.cycle.groups and kept.cycle.invalid == full.cycle.invalid
+
+
+KEY = b"k" * 32
+
+
+def _record(rng: random.Random, name: str | None = None, sealed: bool | None = None,
+            uid: str | None = None) -> dict[str, Any]:
+    """A PodGroup of a gang of `_steps`, with an Admitted record, sealed (by draq) or not (forged), or Pending."""
+    name = name or f"g{rng.randrange(4)}"
+    manifest = pod_group(name, 1, "lq", namespace=NS)
+    manifest["metadata"]["uid"] = uid or f"uid-PodGroup-{NS}-{name}"
+    if rng.random() < 0.3:
+        manifest["status"] = {"phase": "Pending", "message": "waits"}
+        return manifest
+    status: dict[str, Any] = {"phase": "Admitted", "clusterQueue": "cq", "charge": [{"unit": "gpus", "amount": "1"}]}
+    if sealed if sealed is not None else rng.random() < 0.6:
+        status["seal"] = seal_record(KEY, manifest["metadata"]["uid"], status)
+    manifest["status"] = status
+    return manifest
+
+
+def _assumed_record(cache: Cache, rng: random.Random) -> dict[str, Any]:
+    """A write of the operator's to a PodGroup (a newer version than the watch has)."""
+    records = list(cache.reflectors["PodGroup"].store.values())
+    if not records:
+        return _record(rng)
+    chosen = copy.deepcopy(rng.choice(records))
+    cache.version += 1
+    chosen["metadata"]["resourceVersion"] = str(cache.version)
+    chosen["status"] = {"phase": "Pending", "message": "written"}
+    return chosen
 
 
 def _assumed(cache: Cache, rng: random.Random) -> dict[str, Any]:

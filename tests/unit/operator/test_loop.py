@@ -4,6 +4,7 @@ interrupted releases; say why a group waits once; keep the last good usage when 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -72,6 +73,38 @@ def test_a_group_over_quota_waits_says_why_once_and_counts_as_pending() -> None:
         assert queue_status is not None and queue_status["status"]["pendingGroups"] == 1
         local_status = api.get_object("LocalQueue", NS, "lq")
         assert local_status is not None and local_status["status"]["pendingGroups"] == 1
+        await operator.cache.stop()
+
+    run(go)
+
+
+def test_waits_handed_on_unchanged_are_passed_over_without_a_look_and_a_new_term_says_them_again() -> None:
+    async def go() -> None:
+        api = cluster(nodes=1, gpus=100)
+        for index in range(4):  # none fits a node of 4 GPUs: evaluated once, then parked
+            submit(api, f"big-{index}", 1, 8)
+        operator = await started(api)
+        looked: list[str] = []
+        already_said = operator._already_said
+
+        def counted(decision: Any, group: Any) -> bool:
+            looked.append(decision.group)
+            return already_said(decision, group)
+
+        operator._already_said = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            await operator.reconcile()
+            await asyncio.sleep(0.02)
+        writes = len(api.writes_to("/status"))
+        looked.clear()
+        await operator.reconcile()
+        assert looked == []  # the same Wait objects as the last pass, said then: not looked at
+        assert len(api.writes_to("/status")) == writes
+        assert len(operator._said_waits) == 4
+        assert await operator._begin_term()
+        assert operator._said_waits == {}
+        await operator.reconcile()
+        assert sorted(looked) == [f"{NS}/big-{index}" for index in range(4)]
         await operator.cache.stop()
 
     run(go)

@@ -4,6 +4,7 @@ counts, when the loop is live and ready, and the probe port's answers."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import cast
 
 import pytest
@@ -198,6 +199,29 @@ def test_the_cluster_figures_keep_to_their_time_budget_on_the_injected_clock(
     clock.advance(0.2)
     metrics._update_figures(reading, result)
     assert computed == [0.0, pytest.approx(2.3)]
+
+
+def test_a_pass_with_a_change_waiting_leaves_the_figures_to_a_later_pass_for_at_most_the_deferral(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    computed: list[float] = []
+
+    def gaps(reading: Reading) -> GapFigures:
+        computed.append(clock.monotonic())
+        return GapFigures({}, {})
+
+    monkeypatch.setattr(metrics_module, "cluster_figures", lambda *args: ClusterFigures())
+    metrics = OperatorMetrics(CollectorRegistry(), lambda: True, gaps=gaps, gap_budget=1.0, clock=clock)
+    reading, result = cast(Reading, None), cast(CycleResult, SimpleNamespace(step_seconds={}))
+    metrics.cycle(reading, result, 0.1, clock.now(), hurry=True)  # never updated yet: updated now
+    clock.advance(1)
+    metrics.cycle(reading, result, 0.1, clock.now(), hurry=True)  # a change waits: left to a later pass
+    assert computed == [0.0]
+    clock.advance(1)
+    metrics.cycle(reading, result, 0.1, clock.now())  # nothing waits: updated
+    clock.advance(metrics_module.DEFER_SECONDS)
+    metrics.cycle(reading, result, 0.1, clock.now(), hurry=True)  # deferred as long as it may be: updated
+    assert computed == [0.0, 2.0, 2.0 + metrics_module.DEFER_SECONDS]
 
 
 def test_each_topology_domain_exports_its_free_devices_and_largest_gang() -> None:
