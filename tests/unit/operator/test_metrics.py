@@ -11,7 +11,7 @@ import pytest
 from aiohttp import ClientSession
 from prometheus_client import CollectorRegistry
 
-from admission.core.cycle import CycleResult
+from admission.core.cycle import CycleResult, CycleStats
 from admission.core.telemetry import GapFigures
 from admission.kube.probes import Probes, start_probe_server
 from admission.operator import Operator, OperatorSettings
@@ -212,7 +212,7 @@ def test_a_pass_with_a_change_waiting_leaves_the_figures_to_a_later_pass_for_at_
 
     monkeypatch.setattr(metrics_module, "cluster_figures", lambda *args: ClusterFigures())
     metrics = OperatorMetrics(CollectorRegistry(), lambda: True, gaps=gaps, gap_budget=1.0, clock=clock)
-    reading, result = cast(Reading, None), cast(CycleResult, SimpleNamespace(step_seconds={}))
+    reading, result = cast(Reading, None), cast(CycleResult, SimpleNamespace(step_seconds={}, stats=CycleStats()))
     metrics.cycle(reading, result, 0.1, clock.now(), hurry=True)  # never updated yet: updated now
     clock.advance(1)
     metrics.cycle(reading, result, 0.1, clock.now(), hurry=True)  # a change waits: left to a later pass
