@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from admission.core.allocator import Allocator, GangMember, GangPlacement, Usage, place_gang
 from admission.core.cycle.preemption.holdings import Holding, without_devices, without_pods
@@ -154,11 +155,12 @@ def candidates(preemptor: Preemptor, held: Iterable[Holding], state: QueueState,
 class _Trials:
     """Evaluates victim sets; counts gang placements."""
 
-    def __init__(self, preemptor: Preemptor, data: SearchInput) -> None:
+    def __init__(self, preemptor: Preemptor, data: SearchInput, allowed: Iterable[Holding]) -> None:
         self.preemptor = preemptor
         self.data = data
         self.memo = data.memo
         self.placed = 0
+        self.accounting = _accounting(data.state, allowed)
         self._charges: dict[int, tuple[GangPlacement, ChargeResult | None]] = {}
         self._placing_usage: Usage | None = None
         self._released: tuple[tuple[str, ...], QueueState] | None = None
@@ -257,7 +259,7 @@ class _Trials:
         released again when they are shrunk)."""
         names = tuple(v.group for v in victims)
         if self._released is None or self._released[0] != names:
-            self._released = (names, self.data.state.evict_all(names))
+            self._released = (names, self.accounting.evict_all(names))
         return self._released[1]
 
     def quota_fits(self, victims: Sequence[Holding], charged: ChargeResult, released: QueueState | None = None) -> str:
@@ -314,7 +316,7 @@ class Draft:
 
 def draft_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: SearchInput) -> Draft | NoVictims:
     """`find_victims` up to its last check (see `Draft.settle`)."""
-    trials = _Trials(preemptor, data)
+    trials = _Trials(preemptor, data, allowed)
     if not allowed:
         return NoVictims(preemptor.group, preemptor.cluster_queue,
                          "no admitted group may be preempted for it under its ClusterQueue's policies")
@@ -337,6 +339,15 @@ def draft_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: Search
     chosen, placed = found
     kept, placed = _shrink(chosen, placed, trials)
     return Draft(tuple(chosen), tuple(kept), placed, trials)
+
+
+def _accounting(state: QueueState, allowed: Iterable[Holding]) -> QueueState:
+    """The accounting with the candidates' admissions only: the same usage, and so the same answers to the quota
+    checks, which read the usage alone. Releasing or restoring a victim copies the admissions each time: a few
+    hundred here, not every admitted group's."""
+    admissions = state.admissions
+    return replace(state, admissions=MappingProxyType({h.group: admissions[h.group] for h in allowed
+                                                        if h.group in admissions}))
 
 
 def _borrowing_allows_own_lower(preemptor: Preemptor, state: QueueState) -> bool:
