@@ -132,4 +132,4 @@ def without_pods(nodes: NodeUsage, victims: Iterable[Holding],
                  ) -> NodeUsage:
     """`nodes` with the victims' pods gone; `requests_of` says what each victim's pods take (default: worked
     out from its pods)."""
-    return nodes.minus_all(pair for victim in victims for pair in requests_of(victim))
+    return nodes.minus_all([pair for victim in victims for pair in requests_of(victim)])
