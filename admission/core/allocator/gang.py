@@ -533,10 +533,14 @@ def _try_node(search: _Search, member: GangMember, state: _State, claims: list[R
         usage.add(allocation, allocator.gates)
     nodes = state.nodes if member.fit is None else \
         state.nodes.plus(node, member.fit.requests, member.fit.placed_on(node))
-    child_full = state.full
-    if child_full is not None and node not in child_full and allocator.full_nodes(usage, (node,)):
-        child_full = child_full | {node}
-    return _State(usage, allocations, placements, nodes, set(state.unfit), child_full, dict(state.starts))
+    child_full, unfit = state.full, set(state.unfit)
+    if allocator.full_nodes(usage, (node,)):
+        if child_full is not None and node not in child_full:
+            child_full = child_full | {node}
+        if extended is None and allocator.fails_on_full_nodes(claims):
+            # The member took the node's last devices: the next member of its shape would try it in vain.
+            unfit.add((shape, node))
+    return _State(usage, allocations, placements, nodes, unfit, child_full, dict(state.starts))
 
 
 def _shape(allocator: Allocator, claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:

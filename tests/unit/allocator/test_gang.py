@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from admission.core.allocator import GangMember, place_gang
-from admission.core.models import AllocationResult, DeviceAllocation, ResourceClaim, parse_object
+from collections.abc import Sequence
+
+import pytest
+
+from admission.core.allocator import GangMember, Outcome, Usage, place_gang
+from admission.core.models import AllocationResult, DeviceAllocation, Node, ResourceClaim, parse_object
 from tests.support.builders import DRIVER, claim, device_class, exactly, node
 from tests.unit.allocator.builders import allocator, gpus
 
@@ -69,3 +73,19 @@ def test_backtracking_moves_an_earlier_pod_when_a_later_one_only_fits_elsewhere(
     assert plan.feasible
     assert plan.placements == {"default/p0": "n1", "default/p1": "n0"}
     assert not place_gang(alloc, members, max_backtracks=0).feasible
+
+
+def test_a_member_does_not_try_the_node_the_member_before_it_filled(monkeypatch: pytest.MonkeyPatch) -> None:
+    alloc = allocator(*(node(f"n{i}") for i in range(4)), device_class(), *(gpus(f"n{i}", 4) for i in range(4)))
+    members = [GangMember(f"default/p{i}", (claim_model(f"p{i}-gpu", 4),)) for i in range(4)]
+    tried: list[str] = []
+    allocate = alloc.allocate
+
+    def recorded(target: Node | str, claims: Sequence[ResourceClaim], usage: Usage | None = None) -> Outcome:
+        tried.append(target if isinstance(target, str) else target.name)
+        return allocate(target, claims, usage)
+
+    monkeypatch.setattr(alloc, "allocate", recorded)
+    plan = place_gang(alloc, members)
+    assert dict(plan.placements) == {f"default/p{i}": f"n{i}" for i in range(4)}
+    assert tried == ["n0", "n1", "n2", "n3"]  # one allocation per member, none on a node left full

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
-from admission.core.allocator import Domain, devices_needed, topology_domains
+from admission.core.allocator import Domain, Usage, devices_needed, topology_domains
 from admission.core.cycle.preemption.holdings import Holding
 from admission.core.cycle.preemption.search import (
     DeviceScope,
@@ -45,7 +46,8 @@ def find_victims_in_domain(preemptor: Preemptor, allowed: Sequence[Holding], dat
     # A device several claims may share makes counting devices meaningless (as in placement).
     need = 0 if any(d.shareable for d in domains) else devices_needed(data.members)
     inside = _inside(allowed, domains, level)
-    free = {d.value: _free(d, data) for d in domains}
+    taken = _taken(data.usage)
+    free = {d.value: _free(d, taken) for d in domains}
     reach = {d.value: free[d.value] + sum(h.devices for h in inside[d.value]) for d in domains}
     bound = {d.value: _least_cost(inside[d.value], need - free[d.value]) for d in domains}
     worth = sorted((d for d in domains if inside[d.value] and reach[d.value] >= need),
@@ -164,8 +166,13 @@ def _inside(allowed: Sequence[Holding], domains: Sequence[Domain],
     return found
 
 
-def _free(domain: Domain, data: SearchInput) -> int:
-    return sum(1 for device in domain.devices if not data.usage.is_allocated(device))
+def _free(domain: Domain, taken: AbstractSet[str]) -> int:
+    return len(domain.devices) - len(domain.devices & taken)
+
+
+def _taken(usage: Usage) -> AbstractSet[str]:
+    """The devices in use, held whole or shared (`Usage.is_allocated`)."""
+    return usage.exclusive if not usage.shared else usage.exclusive.union(usage.shared)
 
 
 def _within(data: SearchInput, domain: Domain, level: TopologyLevel) -> SearchInput:

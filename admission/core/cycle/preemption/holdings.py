@@ -18,7 +18,7 @@ from admission.core.cycle.timing import parse_time
 from admission.core.features import FeatureGates
 from admission.core.models import AllocationResult, Pod, ResourceClaim, qualified_name
 from admission.core.nodefit import NodeUsage, pod_amounts
-from admission.core.quota import Amounts, Phase, QueueState
+from admission.core.quota import Admission, Amounts, Phase, QueueState
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +37,8 @@ class Holding:
     devices: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "nodes", frozenset(node for node, _ in self.pods))
-        object.__setattr__(self, "devices", sum(len(a.results) for a in self.allocations))
+        object.__setattr__(self, "nodes", frozenset([node for node, _ in self.pods]))
+        object.__setattr__(self, "devices", sum([len(a.results) for a in self.allocations]))
 
     def requests(self) -> tuple[tuple[str, Mapping[str, int]], ...]:
         """What the members take on their nodes (scheduler units)."""
@@ -48,33 +48,41 @@ class Holding:
 def holdings(groups: Iterable[GroupView], claims: Mapping[str, ResourceClaim],
              state: QueueState) -> tuple[Holding, ...]:
     """Every group the accounting holds as admitted, with what it takes."""
+    admissions = state.admissions
     found = []
     for group in groups:
-        pod_group = group.pod_group
-        admission = state.admissions.get(group.key)
-        if pod_group is None or admission is None or not pod_group.holds_quota:
-            continue
-        planned = dict(pod_group.plan.nodes)
-        pods: list[tuple[str, Pod]] = []
-        allocations: dict[str, AllocationResult] = {}
-        for pod in group.pods:
-            if pod.phase in TERMINAL_PHASES:
-                continue
-            node = pod.node_name or planned.get(pod.name, "")
-            if node:
-                pods.append((node, pod))
-            for entry in pod.resource_claims:
-                name = pod.claim_name_for(entry)
-                claim = claims.get(f"{pod.namespace}/{name}") if name else None
-                if claim is not None and claim.allocation is not None:
-                    allocations[claim.key] = claim.allocation
-        pods.extend(open_slot_pods(group))
-        # As the cycle's promised devices: the planned claims not seen allocated yet.
-        promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace,
-                                        pod_group.phase is Phase.RUNNING)
-        found.append(Holding(group.key, admission.cluster_queue, group.priority, parse_time(pod_group.admitted_at),
-                             admission.charge, (*allocations.values(), *promised), tuple(pods)))
+        admission = admissions.get(group.key) if group.holds_quota else None
+        if admission is not None:
+            found.append(_holding(group, admission, claims))
     return tuple(found)
+
+
+def _holding(group: GroupView, admission: Admission, claims: Mapping[str, ResourceClaim]) -> Holding:
+    pod_group = group.pod_group
+    assert pod_group is not None  # it holds quota
+    planned: dict[str, str] | None = None  # the plan's node per pod name, read for pods not bound yet
+    pods: list[tuple[str, Pod]] = []
+    allocations: dict[str, AllocationResult] = {}
+    for pod in group.pods:
+        if pod.phase in TERMINAL_PHASES:
+            continue
+        node = pod.node_name
+        if not node:
+            planned = planned if planned is not None else dict(pod_group.plan.nodes)
+            node = planned.get(pod.name, "")
+        if node:
+            pods.append((node, pod))
+        for entry in pod.resource_claims:
+            name = pod.claim_name_for(entry)
+            claim = claims.get(f"{pod.namespace}/{name}") if name else None
+            if claim is not None and claim.allocation is not None:
+                allocations[claim.key] = claim.allocation
+    pods.extend(open_slot_pods(group))
+    # As the cycle's promised devices: the planned claims not seen allocated yet (none where the plan has none).
+    promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace,
+                                    pod_group.phase is Phase.RUNNING) if pod_group.plan.claims else ()
+    return Holding(group.key, admission.cluster_queue, group.priority, parse_time(pod_group.admitted_at),
+                   admission.charge, (*allocations.values(), *promised), tuple(pods))
 
 
 def without_devices(usage: Usage, victims: Iterable[Holding], gates: FeatureGates) -> Usage:
@@ -124,4 +132,4 @@ def without_pods(nodes: NodeUsage, victims: Iterable[Holding],
                  ) -> NodeUsage:
     """`nodes` with the victims' pods gone; `requests_of` says what each victim's pods take (default: worked
     out from its pods)."""
-    return nodes.minus_all(pair for victim in victims for pair in requests_of(victim))
+    return nodes.minus_all([pair for victim in victims for pair in requests_of(victim)])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from admission.core.allocator import Allocator, GangMember, GangPlacement, Usage, place_gang
 from admission.core.cycle.preemption.holdings import Holding, without_devices, without_pods
@@ -154,14 +155,16 @@ def candidates(preemptor: Preemptor, held: Iterable[Holding], state: QueueState,
 class _Trials:
     """Evaluates victim sets; counts gang placements."""
 
-    def __init__(self, preemptor: Preemptor, data: SearchInput) -> None:
+    def __init__(self, preemptor: Preemptor, data: SearchInput, allowed: Iterable[Holding]) -> None:
         self.preemptor = preemptor
         self.data = data
         self.memo = data.memo
         self.placed = 0
+        self.accounting = _accounting(data.state, allowed)
         self._charges: dict[int, tuple[GangPlacement, ChargeResult | None]] = {}
+        self._charged: dict[tuple[tuple[str, str], ...], tuple[GangPlacement, ChargeResult | None]] = {}
         self._placing_usage: Usage | None = None
-        self._released: tuple[tuple[str, ...], QueueState] | None = None
+        self._released: tuple[frozenset[str], QueueState] | None = None
 
     @property
     def placing_usage(self) -> Usage:
@@ -226,9 +229,10 @@ class _Trials:
         found = self.memo.devices_by_node.get(victim.group)
         if found is None:
             found = {}
+            device_node = self.device_node
             for allocation in victim.allocations:
                 for result in allocation.results:
-                    node = self.device_node.get(result.device_id)
+                    node = device_node.get(result.device_id)
                     if node is not None:
                         found[node] = found.get(node, 0) + 1
             self.memo.devices_by_node[victim.group] = found
@@ -241,24 +245,36 @@ class _Trials:
         return found
 
     def charge(self, placed: GangPlacement) -> ChargeResult | None:
+        """The group's charge for a placement (None: it cannot be charged); worked out once per placement, and
+        once for equal placements (the last check in full often places the group as the search did)."""
         known = self._charges.get(id(placed))
         if known is not None and known[0] is placed:
             return known[1]
-        try:
-            placement = Placement(dict(placed.placements), dict(placed.allocations))
-            charged: ChargeResult | None = self.data.charge(placement)
-        except Unchargeable:
-            charged = None
+        nodes = tuple(sorted(placed.placements.items()))
+        alike = self._charged.get(nodes)
+        if alike is not None and alike[0].allocations == placed.allocations:
+            charged = alike[1]
+        else:
+            try:
+                placement = Placement(dict(placed.placements), dict(placed.allocations))
+                charged = self.data.charge(placement)
+            except Unchargeable:
+                charged = None
+            self._charged[nodes] = (placed, charged)
         self._charges[id(placed)] = (placed, charged)
         return charged
 
     def released(self, victims: Iterable[Holding]) -> QueueState:
-        """The accounting with the victims' charges released (the last answer kept: the victims found are
-        released again when they are shrunk)."""
-        names = tuple(v.group for v in victims)
+        """The accounting with the victims' charges released (the last answer kept, see `keep_released`)."""
+        names = frozenset(v.group for v in victims)
         if self._released is None or self._released[0] != names:
-            self._released = (names, self.data.state.evict_all(names))
+            self._released = (names, self.accounting.evict_all(names))
         return self._released[1]
+
+    def keep_released(self, victims: Iterable[Holding], state: QueueState) -> None:
+        """`state` is `released(victims)`, worked out by the caller one victim at a time: the victims found are
+        released again when they are shrunk, and those kept when they are checked in full."""
+        self._released = (frozenset(v.group for v in victims), state)
 
     def quota_fits(self, victims: Sequence[Holding], charged: ChargeResult, released: QueueState | None = None) -> str:
         """"" when the charge fits with the victims' charges released and the borrowing policy holds.
@@ -314,7 +330,7 @@ class Draft:
 
 def draft_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: SearchInput) -> Draft | NoVictims:
     """`find_victims` up to its last check (see `Draft.settle`)."""
-    trials = _Trials(preemptor, data)
+    trials = _Trials(preemptor, data, allowed)
     if not allowed:
         return NoVictims(preemptor.group, preemptor.cluster_queue,
                          "no admitted group may be preempted for it under its ClusterQueue's policies")
@@ -339,6 +355,15 @@ def draft_victims(preemptor: Preemptor, allowed: Sequence[Holding], data: Search
     return Draft(tuple(chosen), tuple(kept), placed, trials)
 
 
+def _accounting(state: QueueState, allowed: Iterable[Holding]) -> QueueState:
+    """The accounting with the candidates' admissions only: the same usage, and so the same answers to the quota
+    checks, which read the usage alone. Releasing or restoring a victim copies the admissions each time: a few
+    hundred here, not every admitted group's."""
+    admissions = state.admissions
+    return replace(state, admissions=MappingProxyType({h.group: admissions[h.group] for h in allowed
+                                                        if h.group in admissions}))
+
+
 def _borrowing_allows_own_lower(preemptor: Preemptor, state: QueueState) -> bool:
     queue = state.queues.get(preemptor.cluster_queue)
     return queue is not None and queue.preemption.borrow_within_cohort is BorrowWithinCohort.LOWER_PRIORITY
@@ -352,15 +377,16 @@ def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> tuple[list[Holding
     for holding in allowed:
         for node in holding.nodes:
             on_node.setdefault(node, []).append(holding)
-    ranked = sorted(on_node, key=lambda n: (max(rank[h.group] for h in on_node[n]), len(on_node[n]),
-                                            sum(h.devices for h in on_node[n]), n))
+    # Each node's holdings are in preference order, so its least preferred is its last.
+    ranked = sorted(on_node, key=lambda n: (rank[on_node[n][-1].group], len(on_node[n]),
+                                            sum([h.devices for h in on_node[n]]), n))
 
     def prefix(k: int) -> list[Holding]:
-        seen: dict[str, Holding] = {}
+        seen: dict[int, Holding] = {}
         for node in ranked[:k]:
             for holding in on_node[node]:
-                seen.setdefault(holding.group, holding)
-        return sorted(seen.values(), key=lambda h: rank[h.group])
+                seen[rank[holding.group]] = holding
+        return [seen[i] for i in sorted(seen)]
 
     # Fewer nodes than this cannot give the members their devices: start there, then gallop and bisect.
     low = _fewest_nodes(ranked, on_node, allowed, trials)
@@ -397,6 +423,7 @@ def _by_nodes(allowed: Sequence[Holding], trials: _Trials) -> tuple[list[Holding
             released = released.evict_all((holding.group,))
     if trials.quota_fits(chosen, charged, released):
         return None
+    trials.keep_released(chosen, released)
     return sorted(chosen, key=lambda h: rank[h.group]), best
 
 
@@ -476,6 +503,7 @@ def _shrink(chosen: list[Holding], placed: GangPlacement, trials: _Trials) -> tu
             without = _restored(released, admissions.get(victim.group))
             if not trials.quota_fits(rest, charged, without):
                 kept, released = rest, without
+    trials.keep_released(kept, released)
     return kept, placed
 
 
@@ -498,9 +526,10 @@ def _room(victims: Sequence[Holding], placed: GangPlacement, trials: _Trials) ->
     """On each node the placement uses: devices free with `victims` evicted, less those it places there."""
     free = trials.free_devices(victims)
     room = {node: free.get(node, 0) for node in set(placed.placements.values())}
+    device_node = trials.device_node
     for allocation in placed.allocations.values():
         for result in allocation.results:
-            node = trials.device_node.get(result.device_id)
+            node = device_node.get(result.device_id)
             if node is not None and node in room:
                 room[node] -= 1
     return room
