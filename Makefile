@@ -61,8 +61,8 @@ e2e-alpha: setup
 		e2e/test_closed_loop.py::test_native_gang_members_get_their_workload_and_bind
 
 # The allocator-vs-scheduler differential on the older supported releases with their default gates
-# (`make test` runs it on the default, v1.37.2; 1.36 has partitions, device taints and consumable capacity
-# on by default, 1.35 none of them).
+# (`make test` runs it on the default, v1.37.2; 1.36 has partitions, device taints, consumable capacity
+# and binding conditions on by default, 1.35 none of them).
 RELEASE_TRIALS ?= 60
 e2e-releases: setup
 	for v in 1.35 1.36; do \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +88,8 @@ SETTLE_SECONDS = 3.0
 
 
 def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeout: float = 60,
-                   settle: float = SETTLE_SECONDS) -> dict[str, Verdict]:
+                   settle: float = SETTLE_SECONDS,
+                   busy: Callable[[str], bool] = lambda pod: False) -> dict[str, Verdict]:
     """The scheduler's final verdict on each pod.
 
     Binding is final. "unschedulable" and "error" are not: the scheduler may answer before its caches
@@ -95,7 +97,8 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
     about a second). So those count once the same outcome has held for `settle` seconds; taking the
     first answer seen would compare draq with a state the scheduler was about to leave. The wait ends
     `timeout` seconds after the last new verdict (a loaded machine slows the scheduler down, it does
-    not stop it).
+    not stop it). A pod for which `busy` is true is still being bound (the scheduler waits in PreBind for
+    binding conditions, for seconds), whatever its condition says of an earlier attempt.
     """
     core = client.CoreV1Api(api)
     verdicts: dict[str, Verdict] = {}
@@ -112,7 +115,7 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
             if verdict.outcome == "bound":
                 verdicts[name] = verdict
                 deadline = now + timeout
-            elif verdict.outcome == "pending":
+            elif verdict.outcome == "pending" or busy(name):
                 seen.pop(name, None)
             else:
                 previous = seen.get(name)
@@ -124,14 +127,26 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
         if len(verdicts) == len(pods):
             break
         time.sleep(0.2)
-    return {name: verdicts.get(name) or _unsettled(seen.get(name)) for name in pods}
+    return {name: verdicts.get(name) or _unsettled(seen.get(name), busy(name)) for name in pods}
 
 
-def _unsettled(last: tuple[Verdict, float] | None) -> Verdict:
+def _unsettled(last: tuple[Verdict, float] | None, binding: bool) -> Verdict:
+    if binding:
+        return Verdict("pending", "the scheduler was still binding it (waiting for binding conditions)")
     if last is None:
         return Verdict("pending", "no verdict before the timeout")
     return Verdict("pending", f"no settled verdict before the timeout; last answer: {last[0].outcome} "
                               f"({last[0].message})")
+
+
+def allocated_results(api: client.ApiClient, namespace: str, claims: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The results of each claim's allocation as the scheduler wrote it (none if it is not allocated)."""
+    custom = client.CustomObjectsApi(api)
+    found = {}
+    for name in claims:
+        claim: Any = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", name)
+        found[name] = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return found
 
 
 def stored_objects(api: client.ApiClient, namespace: str, trial: Trial) -> list[dict[str, Any]]:
