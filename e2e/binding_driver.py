@@ -23,6 +23,11 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "resourceclaims"
+# Every call has a client-side timeout: a call left waiting on a connection that never answers would stop the
+# stand-in for good, and the scheduler would wait in PreBind for the rest of the run (its binding timeout
+# is 10 minutes).
+REQUEST_TIMEOUT = (5.0, 15.0)  # connect, read
+WATCH_SECONDS = 5  # the server ends each watch after this long; every claim is then listed and answered again
 log = logging.getLogger("draq.e2e.binding")
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 
@@ -41,6 +46,7 @@ class BindingConditionDriver:
         self._reserved: dict[str, set[str]] = {}  # claim -> pods it is reserved for
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.last_answer = time.monotonic()  # when the stand-in last wrote a device's conditions
         self._thread: threading.Thread | None = None
 
     def expect_failures(self, pools: Iterable[str]) -> None:
@@ -79,22 +85,33 @@ class BindingConditionDriver:
                     time.sleep(0.5)
 
     def _watch(self) -> None:
-        listing: Any = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)
+        listing: Any = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL,
+                                                                 _request_timeout=REQUEST_TIMEOUT)
         for claim in listing["items"]:
-            self._handle(claim)
+            self._answer(claim)
         stream = watch.Watch()
         event: Any
         for event in stream.stream(self.custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace,
                                    PLURAL, resource_version=listing["metadata"]["resourceVersion"],
-                                   timeout_seconds=5):
+                                   timeout_seconds=WATCH_SECONDS,
+                                   _request_timeout=(REQUEST_TIMEOUT[0], WATCH_SECONDS + REQUEST_TIMEOUT[1])):
             if self._stop.is_set():
                 stream.stop()
                 return
             kind, claim = event["type"], event["object"]
             if kind in ("ADDED", "MODIFIED"):
-                self._handle(claim)
+                self._answer(claim)
             elif kind == "DELETED":
                 self._forget(claim["metadata"]["name"])
+
+    def _answer(self, claim: dict[str, Any]) -> None:
+        """Handle one claim; a failure is logged and the claim answered at the next listing, without holding
+        up the claims after it."""
+        try:
+            self._handle(claim)
+        except Exception as err:
+            log.warning("binding-condition driver: claim %s not answered, trying again at the next listing: %s",
+                        (claim.get("metadata") or {}).get("name"), err)
 
     def _forget(self, claim: str) -> None:
         with self._lock:
@@ -121,10 +138,15 @@ class BindingConditionDriver:
         entries += [_status_entry(r, fails) for r, fails in decisions]
         body = {"metadata": {"resourceVersion": claim["metadata"]["resourceVersion"]}, "status": {"devices": entries}}
         try:
-            self.custom.patch_namespaced_custom_object_status(GROUP, VERSION, self.namespace, PLURAL, name, body)
-        except ApiException:
+            self.custom.patch_namespaced_custom_object_status(GROUP, VERSION, self.namespace, PLURAL, name, body,
+                                                              _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as err:
+            log.debug("claim %s: answer for %s not written (%s)", name, pod, err.reason)
             return  # a newer version of the claim is on its way, and is answered then
+        log.debug("claim %s (resourceVersion %s) for %s: %s", name, claim["metadata"]["resourceVersion"], pod,
+                  [(r["device"], "fails" if fails else "attached") for r, fails in decisions])
         with self._lock:
+            self.last_answer = time.monotonic()
             for result, fails in decisions:
                 (self.failed if fails else self.attached).setdefault(pod, set()).add(_key(result))
             retrying = self._retrying.setdefault(pod, set())

@@ -10,6 +10,7 @@ Unschedulable, or failing with an error. Any disagreement is printed as a reprod
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from admission.core.allocator.api import Allocator, Outcome, Snapshot, Status
@@ -26,6 +27,9 @@ SEED = scenarios.seed_from_environment()
 # 200 by default: on 1.37, with every newer shape on, a trial takes about twice as long as on 1.35, and
 # CI's warm run has 30 minutes; DRAQ_DIFF_TRIALS asks for more.
 TRIALS = int(os.environ.get("DRAQ_DIFF_TRIALS", "200"))
+# The index of the first trial (batches start there): DRAQ_DIFF_FIRST=150 DRAQ_DIFF_TRIALS=50 runs the last
+# batch of a default run alone, with the same scenarios.
+FIRST = int(os.environ.get("DRAQ_DIFF_FIRST", "0"))
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 BATCH = 50
 
@@ -130,15 +134,16 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
     unanswered: list[str] = []
     attached_trials = same_devices = 0
     final: dict[str, str] = {}  # pod -> the scheduler's verdict
+    started, cpu = time.monotonic(), time.process_time()
     with BindingConditionDriver(api, namespace).start() as driver:
-        for start in range(0, TRIALS, BATCH):
-            batch = [scenarios.trial(SEED, i, features) for i in range(start, min(start + BATCH, TRIALS))]
+        for start in range(FIRST, FIRST + TRIALS, BATCH):
+            batch = [scenarios.trial(SEED, i, features) for i in range(start, min(start + BATCH, FIRST + TRIALS))]
             for trial in batch:
                 driver.expect_failures(trial.attach_fails_once)
                 trials.submit(api, namespace, trial)
             nodesim.adopt(t.node_name for t in batch)
             verdicts = trials.await_verdicts(api, namespace, [t.pod["metadata"]["name"] for t in batch],
-                                             busy=driver.busy)
+                                             busy=driver.busy, progress=lambda: driver.last_answer)
             for trial in batch:
                 verdict = verdicts[trial.pod["metadata"]["name"]]
                 outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
@@ -147,7 +152,8 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
                 for note in {_shape(n) for n in trial.notes}:
                     shapes[note] = shapes.get(note, 0) + 1
                 if verdict.outcome == "pending":
-                    unanswered.append(f"seed {SEED} trial {trial.index}: {verdict.message}")
+                    unanswered.append(f"seed {SEED} trial {trial.index}: {verdict.message}\n"
+                                      f"{trials.claim_states(api, namespace, trial.pod['metadata']['name'])}")
                 problem = None if agrees(outcome, verdict) else "outcome"
                 if problem is None and verdict.outcome == "bound" and trial.needs_attach:
                     attached_trials += 1
@@ -157,11 +163,15 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
                     disagreements.append(
                         f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
                         f"draq {outcome.status.value} ({outcome.message}) [{problem}]\n{trial.describe()}")
+            trials.remove_pods(api, namespace, [t.pod["metadata"]["name"] for t in batch])
         failed = dict(driver.failed)
         unrecovered = [f"{pod}: attach of {sorted(devices)} failed, then {final.get(pod)}, attached "
                        f"{sorted(driver.attached.get(pod, set()))}" for pod, devices in failed.items()
                        if final.get(pod) != "bound" or not driver.attached.get(pod)]
-    print(f"\n{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}, trials with: {shapes}; "
+    elapsed = time.monotonic() - started
+    print(f"\n{TRIALS} trials in {elapsed:.0f} s ({elapsed / TRIALS:.2f} s a trial; the test's own CPU time "
+          f"{time.process_time() - cpu:.0f} s)")
+    print(f"{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}, trials with: {shapes}; "
           f"{attached_trials} bound trials with devices with binding conditions ({same_devices} with the same ones "
           f"as draq); "
           f"{len(failed)} pods had a failed attach and were allocated again "

@@ -88,8 +88,8 @@ SETTLE_SECONDS = 3.0
 
 
 def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeout: float = 60,
-                   settle: float = SETTLE_SECONDS,
-                   busy: Callable[[str], bool] = lambda pod: False) -> dict[str, Verdict]:
+                   settle: float = SETTLE_SECONDS, busy: Callable[[str], bool] = lambda pod: False,
+                   progress: Callable[[], float] = lambda: 0.0) -> dict[str, Verdict]:
     """The scheduler's final verdict on each pod.
 
     Binding is final. "unschedulable" and "error" are not: the scheduler may answer before its caches
@@ -97,15 +97,17 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
     about a second). So those count once the same outcome has held for `settle` seconds; taking the
     first answer seen would compare draq with a state the scheduler was about to leave. The wait ends
     `timeout` seconds after the last new verdict (a loaded machine slows the scheduler down, it does
-    not stop it). A pod for which `busy` is true is still being bound (the scheduler waits in PreBind for
-    binding conditions, for seconds), whatever its condition says of an earlier attempt.
+    not stop it), or after the last step `progress` reports (the monotonic time a driver last attached a
+    device): a pod for which `busy` is true is still being bound (the scheduler waits in PreBind for
+    binding conditions, for seconds, and after a failed attach allocates again), whatever its condition
+    says of an earlier attempt, and the wait for it lasts as long as the driver keeps answering.
     """
     core = client.CoreV1Api(api)
     verdicts: dict[str, Verdict] = {}
     seen: dict[str, tuple[Verdict, float]] = {}  # not yet final: the current answer and since when
     wanted = set(pods)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < max(deadline, progress() + timeout):
         now = time.monotonic()
         for pod in core.list_namespaced_pod(namespace).items:
             name = pod.metadata.name
@@ -147,6 +149,49 @@ def allocated_results(api: client.ApiClient, namespace: str, claims: list[str]) 
         claim: Any = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", name)
         found[name] = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
     return found
+
+
+def remove_pods(api: client.ApiClient, namespace: str, pods: list[str]) -> None:
+    """Delete judged pods at once: an unschedulable or failing pod is otherwise tried again and again, and a
+    pod whose allocation ran into the scheduler's filter timeout holds the scheduling loop for that long on
+    every attempt, delaying the pods of later batches."""
+    core = client.CoreV1Api(api)
+    for name in pods:
+        try:
+            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+
+def claim_states(api: client.ApiClient, namespace: str, pod: str) -> str:
+    """For a pod without a verdict: its scheduling condition and, per claim it uses (its own and the one the
+    scheduler made for extended resources), the allocated devices with binding conditions, whom the claim
+    is reserved for, and the conditions written in `status.devices`."""
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    stored: Any = core.read_namespaced_pod(pod, namespace)
+    scheduled = [f"{c.status}/{c.reason}: {c.message}" for c in stored.status.conditions or []
+                 if c.type == "PodScheduled"]
+    names = [c.resource_claim_name for c in stored.spec.resource_claims or [] if c.resource_claim_name]
+    extended = stored.status.extended_resource_claim_status
+    names += [extended.resource_claim_name] if extended else []
+    lines = [f"{pod}: PodScheduled {scheduled or 'not set'}"]
+    for name in names:
+        try:
+            claim: Any = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", name)
+        except ApiException as err:
+            lines.append(f"  claim {name}: {err.reason}")
+            continue
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        attach = [f"{r['pool']}/{r['device']}" for r in results if r.get("bindingConditions")]
+        conditions = {f"{d['pool']}/{d['device']}": [f"{c['type']}={c['status']}" for c in d.get("conditions") or []]
+                      for d in status.get("devices") or []}
+        reserved = [r.get("name") for r in status.get("reservedFor") or []]
+        lines.append(f"  claim {name} (resourceVersion {claim['metadata']['resourceVersion']}): "
+                     f"{'allocated' if results else 'not allocated'}, with binding conditions {attach}, "
+                     f"reserved for {reserved}, device conditions {conditions}")
+    return "\n".join(lines)
 
 
 def stored_objects(api: client.ApiClient, namespace: str, trial: Trial) -> list[dict[str, Any]]:
