@@ -176,8 +176,10 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
           f"as draq); "
           f"{len(failed)} pods had a failed attach and were allocated again "
           f"({sum(devices <= driver.attached.get(pod, set()) for pod, devices in failed.items())} on the same devices)")
-    assert not unanswered, "some pods got no verdict from the scheduler in time:\n" + "\n".join(unanswered)
-    assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
+    # Disagreements are named beside pods without a verdict: one failure must not hide the other.
     headlines = "\n".join(d.splitlines()[0] for d in disagreements)
+    assert not unanswered, ("some pods got no verdict from the scheduler in time:\n" + "\n".join(unanswered)
+                            + f"\nand {len(disagreements)} disagreements:\n{headlines}")
+    assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
     assert not disagreements, f"{len(disagreements)} disagreements:\n{headlines}\nfirst in full:\n{disagreements[0]}"
     assert not unrecovered, "pods whose failed attach was not followed by a working one:\n" + "\n".join(unrecovered)
