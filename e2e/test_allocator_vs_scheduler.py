@@ -143,7 +143,8 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
                 trials.submit(api, namespace, trial)
             nodesim.adopt(t.node_name for t in batch)
             verdicts = trials.await_verdicts(api, namespace, [t.pod["metadata"]["name"] for t in batch],
-                                             busy=driver.busy, progress=lambda: driver.last_answer)
+                                             busy=driver.busy, progress=lambda: driver.last_answer,
+                                             settled=lambda pod: trials.remove_pods(api, namespace, [pod]))
             for trial in batch:
                 verdict = verdicts[trial.pod["metadata"]["name"]]
                 outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
@@ -163,6 +164,8 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
                     disagreements.append(
                         f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
                         f"draq {outcome.status.value} ({outcome.message}) [{problem}]\n{trial.describe()}")
+            # Bound pods are deleted once their claims' allocations have been compared; the others went as
+            # soon as their verdict settled.
             trials.remove_pods(api, namespace, [t.pod["metadata"]["name"] for t in batch])
         failed = dict(driver.failed)
         unrecovered = [f"{pod}: attach of {sorted(devices)} failed, then {final.get(pod)}, attached "

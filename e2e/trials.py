@@ -89,7 +89,8 @@ SETTLE_SECONDS = 3.0
 
 def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeout: float = 60,
                    settle: float = SETTLE_SECONDS, busy: Callable[[str], bool] = lambda pod: False,
-                   progress: Callable[[], float] = lambda: 0.0) -> dict[str, Verdict]:
+                   progress: Callable[[], float] = lambda: 0.0,
+                   settled: Callable[[str], None] = lambda pod: None) -> dict[str, Verdict]:
     """The scheduler's final verdict on each pod.
 
     Binding is final. "unschedulable" and "error" are not: the scheduler may answer before its caches
@@ -101,6 +102,7 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
     device): a pod for which `busy` is true is still being bound (the scheduler waits in PreBind for
     binding conditions, for seconds, and after a failed attach allocates again), whatever its condition
     says of an earlier attempt, and the wait for it lasts as long as the driver keeps answering.
+    `settled` is called with each pod whose "unschedulable" or "error" verdict has just settled.
     """
     core = client.CoreV1Api(api)
     verdicts: dict[str, Verdict] = {}
@@ -126,6 +128,7 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
                 if now - since >= settle:
                     verdicts[name] = verdict
                     deadline = now + timeout
+                    settled(name)
         if len(verdicts) == len(pods):
             break
         time.sleep(0.2)
@@ -152,9 +155,9 @@ def allocated_results(api: client.ApiClient, namespace: str, claims: list[str]) 
 
 
 def remove_pods(api: client.ApiClient, namespace: str, pods: list[str]) -> None:
-    """Delete judged pods at once: an unschedulable or failing pod is otherwise tried again and again, and a
-    pod whose allocation ran into the scheduler's filter timeout holds the scheduling loop for that long on
-    every attempt, delaying the pods of later batches."""
+    """Delete judged pods: an unschedulable or failing pod is otherwise tried again and again, and a pod
+    whose allocation runs into the scheduler's filter timeout holds the scheduling loop for that long on
+    every attempt, delaying the other pods."""
     core = client.CoreV1Api(api)
     for name in pods:
         try:
