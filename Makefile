@@ -65,8 +65,8 @@ e2e-alpha: setup
 	DRAQ_KUBERNETES_VERSION=1.37 DRAQ_ALPHA_DRA=1 DRAQ_DIFF_TRIALS=50 $(BIN)/pytest e2e/test_allocator_vs_scheduler.py
 
 # The allocator-vs-scheduler differential on the older supported releases with their default gates
-# (`make test` runs it on the default, v1.37.2; 1.36 has partitions, device taints and consumable capacity
-# on by default, 1.35 none of them).
+# (`make test` runs it on the default, v1.37.2; 1.36 has partitions, device taints, consumable capacity
+# and binding conditions on by default, 1.35 none of them).
 RELEASE_TRIALS ?= 60
 e2e-releases: setup
 	for v in 1.35 1.36; do \

@@ -9,6 +9,7 @@ time (a CEL runtime error aborts scheduling instead of answering "does not fit")
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class Features:
     fractional: bool = False  # DRAFractionalCapacityRange: capacity policies may step in fractions of a unit
     compatibility: bool = False  # DRADeviceCompatibilityGroups: partitions declare compatibility groups
     skip_operations: bool = False  # DRAOptionalNodeOperations: slices may skip node operations
+    binding: bool = False  # DRADeviceBindingConditions: devices the scheduler waits for in PreBind
 
 
 TAINT_KEY = "draq.io/unhealthy"
@@ -95,13 +97,20 @@ class Trial:
     claims: list[Manifest]      # the pod's claims, in the pod's order
     pod: Manifest
     notes: list[str] = field(default_factory=list)
+    # Pools of devices with binding conditions whose first attach for the pod fails (the driver stand-in
+    # sets a binding failure condition, then the binding conditions once the scheduler allocates again).
+    attach_fails_once: list[str] = field(default_factory=list)
 
     @property
     def node_name(self) -> str:
         return str(self.node["metadata"]["name"])
 
+    @property
+    def needs_attach(self) -> bool:
+        """Some device of the node has binding conditions."""
+        return any(d.get("bindingConditions") for d in _devices(self.slices))
+
     def describe(self) -> str:
-        import json
         return json.dumps({"notes": self.notes, "node": self.node, "slices": self.slices, "inUse": self.in_use,
                            "claims": self.claims, "pod": self.pod}, indent=1)
 
@@ -409,6 +418,50 @@ def _optional_operations_shapes(trial: Trial, rng: random.Random, features: Feat
         trial.node["status"]["declaredFeatures"] = ["DRAOptionalNodeOperations"]
     trial.notes.append(f"{chosen['metadata']['name']}: skips node operations (node declares the feature: "
                        f"{'yes' if declares else 'no'})")
+# The conditions a device with binding conditions (KEP-5007) waits for: the driver stand-in of the
+# differential sets them True once the scheduler has allocated the device, or sets the failure condition.
+BINDING_CONDITIONS = ("draq.io/attached", "draq.io/fabric-ready")
+BINDING_FAILURE_CONDITION = "draq.io/attach-failed"
+
+
+def _attached_pool(trial: Trial, rng: random.Random) -> None:
+    """A second pool of the node's GPU driver holding GPUs that must be attached before the pod binds
+    (binding conditions, the failure condition the API requires with them, sometimes `bindsToNode`).
+    Its name sorts before the node's own pool, so only the rule "pools with binding conditions last"
+    makes the scheduler try it after that pool; sometimes the node's own GPUs need attaching too."""
+    node, gpus = trial.node_name, trial.slices[0]
+    whole = [d for d in _devices([gpus]) if d["attributes"]["type"]["string"] in ("gpu", "amdgpu")]
+    devices = []
+    for i, template in enumerate(rng.sample(whole, rng.randint(1, min(3, len(whole))))):
+        device = json.loads(json.dumps(template))
+        device.pop("consumesCounters", None)
+        device["name"] = f"attached-{i}"
+        device["attributes"]["uuid"] = {"string": f"GPU-attached-{node}-{i}"}
+        _needs_attach(device, rng)
+        devices.append(device)
+    pool = f"attach-{node}"
+    trial.slices.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                         "metadata": {"name": f"{node}-attach"},
+                         "spec": {"driver": gpus["spec"]["driver"], "nodeName": node, "devices": devices,
+                                  "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1}}})
+    trial.notes.append(f"{pool}: GPUs with binding conditions in a pool of their own")
+    pools = [pool]
+    if rng.random() < 0.5:
+        for device in gpus["spec"]["devices"]:
+            if rng.random() < 0.5:
+                _needs_attach(device, rng)
+        pools.append(gpus["spec"]["pool"]["name"])
+        trial.notes.append(f"{node}: binding conditions on the node's own GPUs too")
+    if rng.random() < 0.5:
+        trial.attach_fails_once.extend(pools)
+        trial.notes.append(f"{pool}: the first attach of a device fails (binding failure condition)")
+
+
+def _needs_attach(device: Manifest, rng: random.Random) -> None:
+    device["bindingConditions"] = list(BINDING_CONDITIONS[:rng.randint(1, 2)])
+    device["bindingFailureConditions"] = [BINDING_FAILURE_CONDITION]
+    if rng.random() < 0.5:
+        device["bindsToNode"] = True
 
 
 def _extended_resources(trial: Trial, rng: random.Random) -> None:
@@ -448,4 +501,7 @@ def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     _fractional_shapes(made, random.Random(f"{seed}/{index}/fractional"), features)
     _compatibility_shapes(made, random.Random(f"{seed}/{index}/compatibility"), features)
     _optional_operations_shapes(made, random.Random(f"{seed}/{index}/operations"), features)
+    binding = random.Random(f"{seed}/{index}/binding")
+    if features.binding and binding.random() < 0.5:
+        _attached_pool(made, binding)
     return made

@@ -10,6 +10,7 @@ Unschedulable, or failing with an error. Any disagreement is printed as a reprod
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from admission.core.allocator.api import Allocator, Outcome, Snapshot, Status
@@ -20,11 +21,15 @@ from admission.localcluster import build
 from admission.localcluster.controlplane import ControlPlane
 from admission.localcluster.nodesim import NodeSimulator
 from e2e import scenarios, trials
+from e2e.binding_driver import BindingConditionDriver
 
 SEED = scenarios.seed_from_environment()
 # 200 by default: on 1.37, with every newer shape on, a trial takes about twice as long as on 1.35, and
 # CI's warm run has 30 minutes; DRAQ_DIFF_TRIALS asks for more.
 TRIALS = int(os.environ.get("DRAQ_DIFF_TRIALS", "200"))
+# The index of the first trial (batches start there): DRAQ_DIFF_FIRST=150 DRAQ_DIFF_TRIALS=50 runs the last
+# batch of a default run alone, with the same scenarios.
+FIRST = int(os.environ.get("DRAQ_DIFF_FIRST", "0"))
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 BATCH = 50
 
@@ -38,7 +43,8 @@ def scenario_features(plane: ControlPlane) -> scenarios.Features:
     """With the gates on (alpha before 1.36, beta or GA by default since), scenarios also use device taints,
     distinctAttribute constraints, (1.35+ slice layout) partitions and extended resources served by
     DRA devices, (1.37) capacity policies in fractions of a unit and, with the alpha gates, compatibility
-    groups on partitions' counter sets and slices that skip node operations. Admin-access requests are used always
+    groups on partitions' counter sets and slices that skip node operations; from 1.36 (beta, on by default)
+    devices with binding conditions, which a driver stand-in attaches. Admin-access requests are used always
     (the namespace allows them)."""
     gates = cluster_gates(plane)
     return scenarios.Features(partitions=gates.partitionable_devices and gates.minor >= 35,
@@ -46,7 +52,8 @@ def scenario_features(plane: ControlPlane) -> scenarios.Features:
                               extended=gates.extended_resource,
                               fractional=gates.fractional_capacity_range and gates.consumable_capacity,
                               compatibility=gates.compatibility_groups and gates.partitionable_devices,
-                              skip_operations=gates.optional_node_operations)
+                              skip_operations=gates.optional_node_operations,
+                              binding=gates.binding_conditions and gates.minor >= 36)
 
 
 def draq_answer(objects: list[dict[str, Any]], trial: scenarios.Trial, gates: Any) -> Outcome:
@@ -68,6 +75,35 @@ def extended_claim(trial: scenarios.Trial, classes: list[DeviceClass]) -> Resour
         return None
     return ResourceClaim(meta=ObjectMeta(name=extended_claim_name(pod.name), namespace=pod.namespace),
                          spec=ClaimSpec(tuple(request for _, request in requests)))
+
+
+def attached_devices(results: dict[str, list[dict[str, Any]]]) -> dict[str, frozenset[str]]:
+    """Per claim, its allocated devices (`driver/pool/device`) that have binding conditions."""
+    return {claim: frozenset(f"{r['driver']}/{r['pool']}/{r['device']}" for r in rs if r.get("bindingConditions"))
+            for claim, rs in results.items()}
+
+
+def draq_results(outcome: Outcome, trial: scenarios.Trial, namespace: str) -> dict[str, list[dict[str, Any]]]:
+    """draq's results for the pod's own claims, in the fields `attached_devices` reads."""
+    found = {}
+    for claim in trial.claims:
+        name = claim["metadata"]["name"]
+        allocation = outcome.allocations.get(f"{namespace}/{name}")
+        found[name] = [{"driver": r.driver, "pool": r.pool, "device": r.device,
+                        "bindingConditions": list(r.binding_conditions)}
+                       for r in (allocation.results if allocation else ())]
+    return found
+
+
+def compare_attached(api: Any, namespace: str, trial: scenarios.Trial, outcome: Outcome) -> tuple[str | None, bool]:
+    """For a pod the scheduler bound: a disagreement if draq and the scheduler differ in which claims hold
+    devices with binding conditions (pools with them are tried last), and whether they chose the same ones."""
+    names = [c["metadata"]["name"] for c in trial.claims]
+    scheduler = attached_devices(trials.allocated_results(api, namespace, names))
+    mine = attached_devices(draq_results(outcome, trial, namespace))
+    if {c: bool(d) for c, d in scheduler.items()} != {c: bool(d) for c, d in mine.items()}:
+        return f"devices with binding conditions: scheduler {scheduler}, draq {mine}", False
+    return None, scheduler == mine
 
 
 def _shape(note: str) -> str:
@@ -101,26 +137,57 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
     tally: dict[str, int] = {}
     shapes: dict[str, int] = {}
     unanswered: list[str] = []
-    for start in range(0, TRIALS, BATCH):
-        batch = [scenarios.trial(SEED, i, features) for i in range(start, min(start + BATCH, TRIALS))]
-        for trial in batch:
-            trials.submit(api, namespace, trial)
-        nodesim.adopt(t.node_name for t in batch)
-        verdicts = trials.await_verdicts(api, namespace, [t.pod["metadata"]["name"] for t in batch])
-        for trial in batch:
-            verdict = verdicts[trial.pod["metadata"]["name"]]
-            outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
-            tally[verdict.outcome] = tally.get(verdict.outcome, 0) + 1
-            for note in {_shape(n) for n in trial.notes}:
-                shapes[note] = shapes.get(note, 0) + 1
-            if verdict.outcome == "pending":
-                unanswered.append(f"seed {SEED} trial {trial.index}: {verdict.message}")
-            if not agrees(outcome, verdict):
-                disagreements.append(
-                    f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
-                    f"draq {outcome.status.value} ({outcome.message})\n{trial.describe()}")
-    print(f"\n{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}, trials with: {shapes}")
-    assert not unanswered, "some pods got no verdict from the scheduler in time:\n" + "\n".join(unanswered)
-    assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
+    attached_trials = same_devices = 0
+    final: dict[str, str] = {}  # pod -> the scheduler's verdict
+    started, cpu = time.monotonic(), time.process_time()
+    with BindingConditionDriver(api, namespace).start() as driver:
+        for start in range(FIRST, FIRST + TRIALS, BATCH):
+            batch = [scenarios.trial(SEED, i, features) for i in range(start, min(start + BATCH, FIRST + TRIALS))]
+            for trial in batch:
+                driver.expect_failures(trial.attach_fails_once)
+                trials.submit(api, namespace, trial)
+            nodesim.adopt(t.node_name for t in batch)
+            verdicts = trials.await_verdicts(api, namespace, [t.pod["metadata"]["name"] for t in batch],
+                                             busy=driver.busy, progress=lambda: driver.last_answer,
+                                             settled=lambda pod: trials.remove_pods(api, namespace, [pod]))
+            for trial in batch:
+                verdict = verdicts[trial.pod["metadata"]["name"]]
+                outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
+                tally[verdict.outcome] = tally.get(verdict.outcome, 0) + 1
+                final[trial.pod["metadata"]["name"]] = verdict.outcome
+                for note in {_shape(n) for n in trial.notes}:
+                    shapes[note] = shapes.get(note, 0) + 1
+                if verdict.outcome == "pending":
+                    unanswered.append(f"seed {SEED} trial {trial.index}: {verdict.message}\n"
+                                      f"{trials.claim_states(api, namespace, trial.pod['metadata']['name'])}")
+                problem = None if agrees(outcome, verdict) else "outcome"
+                if problem is None and verdict.outcome == "bound" and trial.needs_attach:
+                    attached_trials += 1
+                    problem, same = compare_attached(api, namespace, trial, outcome)
+                    same_devices += same
+                if problem is not None:
+                    disagreements.append(
+                        f"seed {SEED} trial {trial.index}: scheduler {verdict.outcome} ({verdict.message}); "
+                        f"draq {outcome.status.value} ({outcome.message}) [{problem}]\n{trial.describe()}")
+            # Bound pods are deleted once their claims' allocations have been compared; the others went as
+            # soon as their verdict settled.
+            trials.remove_pods(api, namespace, [t.pod["metadata"]["name"] for t in batch])
+        failed = dict(driver.failed)
+        unrecovered = [f"{pod}: attach of {sorted(devices)} failed, then {final.get(pod)}, attached "
+                       f"{sorted(driver.attached.get(pod, set()))}" for pod, devices in failed.items()
+                       if final.get(pod) != "bound" or not driver.attached.get(pod)]
+    elapsed = time.monotonic() - started
+    print(f"\n{TRIALS} trials in {elapsed:.0f} s ({elapsed / TRIALS:.2f} s a trial; the test's own CPU time "
+          f"{time.process_time() - cpu:.0f} s)")
+    print(f"{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}, trials with: {shapes}; "
+          f"{attached_trials} bound trials with devices with binding conditions ({same_devices} with the same ones "
+          f"as draq); "
+          f"{len(failed)} pods had a failed attach and were allocated again "
+          f"({sum(devices <= driver.attached.get(pod, set()) for pod, devices in failed.items())} on the same devices)")
+    # Disagreements are named beside pods without a verdict: one failure must not hide the other.
     headlines = "\n".join(d.splitlines()[0] for d in disagreements)
+    assert not unanswered, ("some pods got no verdict from the scheduler in time:\n" + "\n".join(unanswered)
+                            + f"\nand {len(disagreements)} disagreements:\n{headlines}")
+    assert tally.get("bound", 0) > TRIALS // 10 and tally.get("unschedulable", 0) > TRIALS // 10, tally
     assert not disagreements, f"{len(disagreements)} disagreements:\n{headlines}\nfirst in full:\n{disagreements[0]}"
+    assert not unrecovered, "pods whose failed attach was not followed by a working one:\n" + "\n".join(unrecovered)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +88,9 @@ SETTLE_SECONDS = 3.0
 
 
 def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeout: float = 60,
-                   settle: float = SETTLE_SECONDS) -> dict[str, Verdict]:
+                   settle: float = SETTLE_SECONDS, busy: Callable[[str], bool] = lambda pod: False,
+                   progress: Callable[[], float] = lambda: 0.0,
+                   settled: Callable[[str], None] = lambda pod: None) -> dict[str, Verdict]:
     """The scheduler's final verdict on each pod.
 
     Binding is final. "unschedulable" and "error" are not: the scheduler may answer before its caches
@@ -95,14 +98,18 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
     about a second). So those count once the same outcome has held for `settle` seconds; taking the
     first answer seen would compare draq with a state the scheduler was about to leave. The wait ends
     `timeout` seconds after the last new verdict (a loaded machine slows the scheduler down, it does
-    not stop it).
+    not stop it), or after the last step `progress` reports (the monotonic time a driver last attached a
+    device): a pod for which `busy` is true is still being bound (the scheduler waits in PreBind for
+    binding conditions, for seconds, and after a failed attach allocates again), whatever its condition
+    says of an earlier attempt, and the wait for it lasts as long as the driver keeps answering.
+    `settled` is called with each pod whose "unschedulable" or "error" verdict has just settled.
     """
     core = client.CoreV1Api(api)
     verdicts: dict[str, Verdict] = {}
     seen: dict[str, tuple[Verdict, float]] = {}  # not yet final: the current answer and since when
     wanted = set(pods)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < max(deadline, progress() + timeout):
         now = time.monotonic()
         for pod in core.list_namespaced_pod(namespace).items:
             name = pod.metadata.name
@@ -112,7 +119,7 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
             if verdict.outcome == "bound":
                 verdicts[name] = verdict
                 deadline = now + timeout
-            elif verdict.outcome == "pending":
+            elif verdict.outcome == "pending" or busy(name):
                 seen.pop(name, None)
             else:
                 previous = seen.get(name)
@@ -121,17 +128,73 @@ def await_verdicts(api: client.ApiClient, namespace: str, pods: list[str], timeo
                 if now - since >= settle:
                     verdicts[name] = verdict
                     deadline = now + timeout
+                    settled(name)
         if len(verdicts) == len(pods):
             break
         time.sleep(0.2)
-    return {name: verdicts.get(name) or _unsettled(seen.get(name)) for name in pods}
+    return {name: verdicts.get(name) or _unsettled(seen.get(name), busy(name)) for name in pods}
 
 
-def _unsettled(last: tuple[Verdict, float] | None) -> Verdict:
+def _unsettled(last: tuple[Verdict, float] | None, binding: bool) -> Verdict:
+    if binding:
+        return Verdict("pending", "the scheduler was still binding it (waiting for binding conditions)")
     if last is None:
         return Verdict("pending", "no verdict before the timeout")
     return Verdict("pending", f"no settled verdict before the timeout; last answer: {last[0].outcome} "
                               f"({last[0].message})")
+
+
+def allocated_results(api: client.ApiClient, namespace: str, claims: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The results of each claim's allocation as the scheduler wrote it (none if it is not allocated)."""
+    custom = client.CustomObjectsApi(api)
+    found = {}
+    for name in claims:
+        claim: Any = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", name)
+        found[name] = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return found
+
+
+def remove_pods(api: client.ApiClient, namespace: str, pods: list[str]) -> None:
+    """Delete judged pods: an unschedulable or failing pod is otherwise tried again and again, and a pod
+    whose allocation runs into the scheduler's filter timeout holds the scheduling loop for that long on
+    every attempt, delaying the other pods."""
+    core = client.CoreV1Api(api)
+    for name in pods:
+        try:
+            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+
+def claim_states(api: client.ApiClient, namespace: str, pod: str) -> str:
+    """For a pod without a verdict: its scheduling condition and, per claim it uses (its own and the one the
+    scheduler made for extended resources), the allocated devices with binding conditions, whom the claim
+    is reserved for, and the conditions written in `status.devices`."""
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    stored: Any = core.read_namespaced_pod(pod, namespace)
+    scheduled = [f"{c.status}/{c.reason}: {c.message}" for c in stored.status.conditions or []
+                 if c.type == "PodScheduled"]
+    names = [c.resource_claim_name for c in stored.spec.resource_claims or [] if c.resource_claim_name]
+    extended = stored.status.extended_resource_claim_status
+    names += [extended.resource_claim_name] if extended else []
+    lines = [f"{pod}: PodScheduled {scheduled or 'not set'}"]
+    for name in names:
+        try:
+            claim: Any = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", name)
+        except ApiException as err:
+            lines.append(f"  claim {name}: {err.reason}")
+            continue
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        attach = [f"{r['pool']}/{r['device']}" for r in results if r.get("bindingConditions")]
+        conditions = {f"{d['pool']}/{d['device']}": [f"{c['type']}={c['status']}" for c in d.get("conditions") or []]
+                      for d in status.get("devices") or []}
+        reserved = [r.get("name") for r in status.get("reservedFor") or []]
+        lines.append(f"  claim {name} (resourceVersion {claim['metadata']['resourceVersion']}): "
+                     f"{'allocated' if results else 'not allocated'}, with binding conditions {attach}, "
+                     f"reserved for {reserved}, device conditions {conditions}")
+    return "\n".join(lines)
 
 
 def stored_objects(api: client.ApiClient, namespace: str, trial: Trial) -> list[dict[str, Any]]:

@@ -24,8 +24,8 @@ def _as_set(value: AttributeValue) -> frozenset[Hashable]:
 class ConstraintTracker:
     """State of one constraint during a search; `add` and `remove` must be called symmetrically."""
 
-    __slots__ = ("_distinct", "_domain", "_ident", "_matched", "as_sets", "attribute", "constraint",
-                 "distinct_by_device", "is_match", "requests")
+    __slots__ = ("_distinct", "_domain", "_ident", "_matched", "_picked", "as_sets", "attribute", "constraint",
+                 "distinct_by_device", "distinct_per_device", "is_match", "requests")
 
     def __init__(self, constraint: DeviceConstraint, gates: FeatureGates) -> None:
         self.constraint = constraint
@@ -37,8 +37,11 @@ class ConstraintTracker:
         # 1.34 compared where the values are stored, not what they are: only a device's own value
         # equals itself, so distinctAttribute only kept a shared device from being picked twice.
         self.distinct_by_device = gates.minor <= 34
+        # 1.37 compares a device with every device picked so far; before, with the last one per request.
+        self.distinct_per_device = gates.minor >= 37
         self._matched: list[Hashable] = []
         self._distinct: dict[str, AttributeValue] = {}
+        self._picked: list[AttributeValue] = []
 
     def applies(self, request: str, result_name: str) -> bool:
         return not self.requests or request in self.requests or result_name in self.requests
@@ -57,6 +60,8 @@ class ConstraintTracker:
     def remove(self, request: str) -> None:
         if self.is_match:
             self._matched.pop()
+        elif self.distinct_per_device:
+            self._picked.pop()
         else:
             self._distinct.pop(request, None)
 
@@ -79,6 +84,11 @@ class ConstraintTracker:
         return True
 
     def _add_distinct(self, request: str, value: AttributeValue) -> bool:
+        if self.distinct_per_device:
+            if any(self._equal(value, other) for other in self._picked):
+                return False
+            self._picked.append(value)
+            return True
         for other in self._distinct.values():
             if self._equal(value, other):
                 return False

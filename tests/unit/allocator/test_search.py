@@ -74,6 +74,19 @@ def test_distinct_attribute_needs_different_values() -> None:
     assert devices_of(outcome, "default/c") == {"gpu": [f"{DRIVER}/n1/gpu-0", f"{DRIVER}/n1/gpu-2"]}
 
 
+def test_distinct_attribute_compares_with_every_picked_device_from_1_37() -> None:
+    # Up to 1.36 the constraint remembers one value per request, the last device's: a third device only
+    # has to differ from the second. 1.37 compares it with every device picked so far.
+    devices = [device("gpu-0", {"numa": 0}), device("gpu-1", {"numa": 1}), device("gpu-2", {"numa": 0})]
+    objects = (node("n1"), device_class(), resource_slice("n1", *devices, name="s"),
+               claim("c", exactly(count=3), constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]))
+    older = allocator(*objects, gates=features.exactly("1.36", ["DRAConsumableCapacity"]))
+    assert devices_of(older.allocate("n1", claims_of(older, "c")), "default/c") == {
+        "gpu": [f"{DRIVER}/n1/gpu-0", f"{DRIVER}/n1/gpu-1", f"{DRIVER}/n1/gpu-2"]}
+    newer = allocator(*objects, gates=features.exactly("1.37", ["DRAConsumableCapacity"]))
+    assert newer.allocate("n1", claims_of(newer, "c")).status is Status.UNFIT
+
+
 def test_distinct_attribute_is_an_empty_constraint_without_consumable_capacity() -> None:
     # Only the allocator variants that do consumable capacity know distinctAttribute (the API server
     # drops the field otherwise); the others see an empty constraint.
