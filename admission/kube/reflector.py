@@ -24,6 +24,9 @@ RETRY_CAP = 1.0
 one list a second per resource while the API server is away, and the caches are current again within
 about a second of its return (a longer backoff would delay the next admission by as much)."""
 
+LIST_PAGE = 1000
+"""Objects per list request: a page of pods is a few MB of JSON, and 100,000 pods are 100 requests."""
+
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped resources
 Projection = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -103,7 +106,7 @@ class Reflector:
 
     async def _list(self) -> str | None:
         try:
-            listing = await self._api.get(self.resource.list_path())
+            store, version = await self._list_pages()
         except KubeApiError as err:
             if err.status != 404:
                 raise
@@ -112,13 +115,35 @@ class Reflector:
             self.synced.set()
             self._on_change()
             return None
-        items = listing.get("items") or []
-        projected = (self.projected(obj) for obj in items if isinstance(obj, Mapping))
-        self.store = {self.key(obj): obj for obj in projected}
+        self.store = store
         self._relist()
         self.synced.set()
         self._on_change()
-        return str(metadata(listing).get("resourceVersion", ""))
+        return version
+
+    async def _list_pages(self) -> tuple[dict[Key, dict[str, Any]], str]:
+        """Every object, projected page by page (a page's raw objects are dropped before the next is read:
+        one answer of 100,000 pods would hold them all at once, in the API server's memory and ours), and
+        the list's resourceVersion. A continue token that expired mid-list (410) starts the list over."""
+        store: dict[Key, dict[str, Any]] = {}
+        params = {"limit": str(LIST_PAGE)}
+        while True:
+            try:
+                listing = await self._api.get(self.resource.list_path(), params)
+            except KubeApiError as err:
+                if err.status != 410 or "continue" not in params:
+                    raise
+                log.info("cache of %s: the list's continue token expired; listing again", self.resource.kind)
+                store, params = {}, {"limit": str(LIST_PAGE)}
+                continue
+            for obj in listing.get("items") or []:
+                if isinstance(obj, Mapping):
+                    projected = self.projected(obj)
+                    store[self.key(projected)] = projected
+            token = metadata(listing).get("continue")
+            if not token:
+                return store, str(metadata(listing).get("resourceVersion", ""))
+            params = {"limit": str(LIST_PAGE), "continue": str(token)}
 
     async def _watch(self, version: str) -> str | None:
         """Apply the watch's events; the version to watch from next when the server ends the watch, None to
