@@ -73,6 +73,7 @@ class Reflector:
         self.track_changes = False
         self.relisted = True
         self.dirty: dict[Key, bool] = {}
+        self.pages = 0  # list pages received: a long first list is making progress (`start_all`)
 
     def key(self, obj: Mapping[str, Any]) -> Key:
         meta = metadata(obj)
@@ -136,6 +137,7 @@ class Reflector:
                 log.info("cache of %s: the list's continue token expired; listing again", self.resource.kind)
                 store, params = {}, {"limit": str(LIST_PAGE)}
                 continue
+            self.pages += 1
             for obj in listing.get("items") or []:
                 if isinstance(obj, Mapping):
                     projected = self.projected(obj)
@@ -192,23 +194,29 @@ class Reflector:
 
 
 async def start_all(reflectors: list[Reflector], timeout: float) -> list[asyncio.Task[None]]:
-    """Start reflectors and wait until each has listed once; on a timeout, stop them and name the ones
-    that did not list."""
+    """Start reflectors and wait until each has listed once. A reflector that has not listed and received
+    no list page for `timeout` seconds stops them all, named in the error; one still receiving pages
+    (100,000 pods on a busy API server) is waited for."""
     tasks = [asyncio.create_task(r.run(), name=f"cache-{r.resource.kind}") for r in reflectors]
     try:
-        # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancellation that arrives just as the
-        # last list completes, and the caller would never stop.
-        async with asyncio.timeout(timeout):
-            await asyncio.gather(*(r.synced.wait() for r in reflectors))
-    except TimeoutError:
-        await stop_all(tasks)
-        behind = [r.resource.kind for r in reflectors if not r.synced.is_set()]
-        raise DraqError(f"could not list {', '.join(behind)} from the API server within {timeout:.0f}s; "
-                        "check the kubeconfig, the server's address and draq's RBAC rights") from None
+        while True:
+            pages = [r.pages for r in reflectors]
+            try:
+                # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancellation that arrives just
+                # as the last list completes, and the caller would never stop.
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*(r.synced.wait() for r in reflectors))
+                return tasks
+            except TimeoutError:
+                stalled = [r.resource.kind for r, before in zip(reflectors, pages, strict=True)
+                           if not r.synced.is_set() and r.pages == before]
+                if stalled:
+                    raise DraqError(f"could not list {', '.join(stalled)} from the API server within "
+                                    f"{timeout:.0f}s; check the kubeconfig, the server's address and draq's "
+                                    "RBAC rights") from None
     except BaseException:
-        await stop_all(tasks)  # cancelled while listing: no reflector is left running
+        await stop_all(tasks)  # cancelled or failed while listing: no reflector is left running
         raise
-    return tasks
 
 
 async def stop_all(tasks: list[asyncio.Task[None]]) -> None:

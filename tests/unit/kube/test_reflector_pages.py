@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from admission.core.errors import DraqError
 from admission.kube import kinds
 from admission.kube.client import KubeApiError
-from admission.kube.reflector import LIST_PAGE, Reflector, without_managed_fields
+from admission.kube.reflector import LIST_PAGE, Reflector, start_all, stop_all, without_managed_fields
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -81,3 +82,41 @@ def test_a_first_page_that_fails_is_not_retried_here() -> None:
     reflector = Reflector(Failing(1), kinds.PODS, without_managed_fields(kinds.PODS))  # type: ignore[arg-type]
     with pytest.raises(KubeApiError):
         asyncio.run(reflector._list())
+
+
+class SlowPages(PagedApi):
+    """Each page takes `delay` seconds: the whole list takes longer than the start timeout."""
+
+    def __init__(self, total: int, delay: float) -> None:
+        super().__init__(total)
+        self.delay = delay
+
+    async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        await asyncio.sleep(self.delay)
+        return await super().get(path, params)
+
+
+def test_a_list_still_receiving_pages_is_waited_for_past_the_start_timeout() -> None:
+    api = SlowPages(4 * LIST_PAGE, delay=0.1)
+
+    async def go() -> int:
+        reflector = Reflector(api, kinds.PODS, without_managed_fields(kinds.PODS))  # type: ignore[arg-type]
+        tasks = await start_all([reflector], timeout=0.25)  # the list takes 0.4 s
+        await stop_all(tasks)
+        return len(reflector.store)
+
+    assert asyncio.run(go()) == 4 * LIST_PAGE
+
+
+def test_a_list_without_progress_fails_after_the_timeout() -> None:
+    class Hanging(PagedApi):
+        async def get(self, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+            await asyncio.Event().wait()
+            return {}
+
+    async def go() -> None:
+        reflector = Reflector(Hanging(1), kinds.PODS, without_managed_fields(kinds.PODS))  # type: ignore[arg-type]
+        with pytest.raises(DraqError, match="could not list Pod from the API server within 0s"):
+            await start_all([reflector], timeout=0.2)
+
+    asyncio.run(go())
