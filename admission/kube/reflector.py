@@ -142,10 +142,15 @@ class Reflector:
                 if isinstance(obj, Mapping):
                     projected = self.projected(obj)
                     store[self.key(projected)] = projected
-            token = metadata(listing).get("continue")
+            token, version = metadata(listing).get("continue"), str(metadata(listing).get("resourceVersion", ""))
+            del listing  # the page's raw objects go before the collector's view is frozen
+            self.page_listed()
             if not token:
-                return store, str(metadata(listing).get("resourceVersion", ""))
+                return store, version
             params = {"limit": str(LIST_PAGE), "continue": str(token)}
+
+    def page_listed(self) -> None:
+        """Called after each page of a list has been projected into the store being built."""
 
     async def _watch(self, version: str) -> str | None:
         """Apply the watch's events; the version to watch from next when the server ends the watch, None to

@@ -120,3 +120,35 @@ def test_a_list_without_progress_fails_after_the_timeout() -> None:
             await start_all([reflector], timeout=0.2)
 
     asyncio.run(go())
+
+
+def test_each_page_is_announced_once_projected() -> None:
+    seen: list[int] = []
+
+    class Counting(Reflector):
+        def page_listed(self) -> None:
+            seen.append(self.pages)
+
+    api = PagedApi(2 * LIST_PAGE + 1)
+
+    async def go() -> None:
+        reflector = Counting(api, kinds.PODS, without_managed_fields(kinds.PODS))  # type: ignore[arg-type]
+        await reflector._list()
+
+    asyncio.run(go())
+    assert seen == [1, 2, 3]
+
+
+def test_the_operator_cache_moves_listed_objects_out_of_the_collectors_view() -> None:
+    import gc
+
+    from admission.operator.cache import OperatorCache
+
+    cache = OperatorCache(PagedApi(LIST_PAGE + 1))  # type: ignore[arg-type]
+    gc.unfreeze()
+    try:
+        asyncio.run(cache.reflectors["Pod"]._list())
+        assert gc.get_freeze_count() > 0
+        assert len(cache.reflectors["Pod"].store) == LIST_PAGE + 1
+    finally:
+        gc.unfreeze()
