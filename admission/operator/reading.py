@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass, field, replace
@@ -65,6 +66,7 @@ V = TypeVar("V")
 DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate")
 # What could give a parked group room (`core.cycle.parking`): any change to these kinds, and the changes
 # the predicates below tell for the others.
+FREEZE_AFTER = 1000  # objects of one kind parsed afresh, from which the parsed models leave the collector's view
 ROOM_ALWAYS = frozenset({"DeviceClass", "ResourceSlice", "DeviceTaintRule"})
 ROOM_FREED: dict[str, Callable[[Any, Any], bool]] = {
     "Node": node_frees_room, "ResourceClaim": claim_frees_room, "Pod": pod_frees_room}
@@ -468,6 +470,11 @@ class CacheReader:
             known, memo.entries, memo.kept = memo.entries, {}, {}
             for key, stored in store.items():
                 self._enter(memo, key, self._entry(kind, stored, known.get(key), parse), keep)
+            if len(store) >= FREEZE_AFTER:
+                # The first reading of a large cluster makes millions of objects; the cycle collector would walk
+                # them again and again as more kinds are parsed (a fifth of that reading's CPU): they are moved
+                # out of its view now, as after every pass (`admission.operator.heap`).
+                gc.freeze()
         else:
             for key, moved in dirty.items():
                 manifest = store.get(key)
