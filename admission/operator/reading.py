@@ -138,6 +138,9 @@ class _Parsed:
         self.changed_keys: set[str] | None = None
         # ResourceQuotas only: `models` and the ResourceQuotas among them, kept while `models` is the same list.
         self.quotas: tuple[list[Any], tuple[ResourceQuota, ...]] | None = None
+        # Each entry's index in `models` (entries without a model have none), made when first needed after
+        # `models` was made afresh: a change in place replaces one model in a copy of the list.
+        self.positions: dict[Key, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,10 +478,12 @@ class CacheReader:
                 # them again and again as more kinds are parsed (a fifth of that reading's CPU): they are moved
                 # out of its view now, as after every pass (`admission.operator.heap`).
                 gc.freeze()
-        else:
+        previous: dict[Key, _Entry | None] = {}
+        if not relisted:
             for key, moved in dirty.items():
                 manifest = store.get(key)
                 old = memo.entries.pop(key, None) if moved else memo.entries.get(key)
+                previous[key] = old
                 if manifest is None:
                     memo.entries.pop(key, None)
                     memo.kept.pop(key, None)
@@ -498,14 +503,20 @@ class CacheReader:
                                  else {})
             memo.models = [e.model for e in entries.values() if e.model is not None]
             memo.bad = [e.bad for e in entries.values() if e.bad is not None]
+            memo.positions = None
             memo.overlaid = True
             changed_keys = None
             if keyed:
                 by_key = {m.key: m for m in memo.models}
         elif changed or memo.overlaid:
             memo.current, memo.current_kept = memo.entries, memo.kept
-            memo.models = [e.model for e in memo.entries.values() if e.model is not None]
-            memo.bad = [e.bad for e in memo.entries.values() if e.bad is not None]
+            in_place = None if relisted or memo.overlaid else _replaced_in_place(memo, dirty, previous)
+            if in_place is not None:
+                memo.models = in_place
+            else:
+                memo.models = [e.model for e in memo.entries.values() if e.model is not None]
+                memo.bad = [e.bad for e in memo.entries.values() if e.bad is not None]
+                memo.positions = None
             memo.overlaid = False
             if keyed and changed_keys is None:
                 by_key = {m.key: m for m in memo.models}
@@ -567,6 +578,24 @@ def _own_queue(bad: Unreadable, entries: Mapping[Key, _Entry],
     queue = spec.get("queue") if isinstance(spec, Mapping) else None
     local = local_queues.get(f"{_meta(manifest).get('namespace')}/{queue}") if isinstance(queue, str) else None
     return replace(bad, holds_quota_in=local.cluster_queue if local is not None else "")
+
+
+def _replaced_in_place(memo: _Parsed, dirty: Mapping[Key, bool], previous: Mapping[Key, _Entry | None]
+                       ) -> list[Any] | None:
+    """`memo.models` with the changed entries' new models in their places, when every change was in place
+    (no key added, deleted or moved) from one model to another (none unreadable before or after): a copy of
+    the list, not a pass over every entry. None otherwise (the lists are made afresh)."""
+    for key, moved in dirty.items():
+        old, new = previous.get(key), memo.entries.get(key)
+        if moved or old is None or new is None or old.model is None or new.model is None or old.bad or new.bad:
+            return None
+    if memo.positions is None:
+        with_model = (key for key, entry in memo.entries.items() if entry.model is not None)
+        memo.positions = {key: index for index, key in enumerate(with_model)}
+    models = list(memo.models)
+    for key in dirty:
+        models[memo.positions[key]] = memo.entries[key].model
+    return models
 
 
 def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
