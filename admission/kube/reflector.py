@@ -24,6 +24,9 @@ RETRY_CAP = 1.0
 one list a second per resource while the API server is away, and the caches are current again within
 about a second of its return (a longer backoff would delay the next admission by as much)."""
 
+LIST_PAGE = 1000
+"""Objects per list request: a page of pods is a few MB of JSON, and 100,000 pods are 100 requests."""
+
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped resources
 Projection = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -70,6 +73,7 @@ class Reflector:
         self.track_changes = False
         self.relisted = True
         self.dirty: dict[Key, bool] = {}
+        self.pages = 0  # list pages received: a long first list is making progress (`start_all`)
 
     def key(self, obj: Mapping[str, Any]) -> Key:
         meta = metadata(obj)
@@ -103,7 +107,7 @@ class Reflector:
 
     async def _list(self) -> str | None:
         try:
-            listing = await self._api.get(self.resource.list_path())
+            store, version = await self._list_pages()
         except KubeApiError as err:
             if err.status != 404:
                 raise
@@ -114,13 +118,41 @@ class Reflector:
             self.synced.set()
             self._on_change()
             return None
-        items = listing.get("items") or []
-        projected = (self.projected(obj) for obj in items if isinstance(obj, Mapping))
-        self.store = {self.key(obj): obj for obj in projected}
+        self.store = store
         self._relist()
         self.synced.set()
         self._on_change()
-        return str(metadata(listing).get("resourceVersion", ""))
+        return version
+
+    async def _list_pages(self) -> tuple[dict[Key, dict[str, Any]], str]:
+        """Every object, projected page by page (a page's raw objects are dropped before the next is read:
+        one answer of 100,000 pods would hold them all at once, in the API server's memory and ours), and
+        the list's resourceVersion. A continue token that expired mid-list (410) starts the list over."""
+        store: dict[Key, dict[str, Any]] = {}
+        params = {"limit": str(LIST_PAGE)}
+        while True:
+            try:
+                listing = await self._api.get(self.resource.list_path(), params)
+            except KubeApiError as err:
+                if err.status != 410 or "continue" not in params:
+                    raise
+                log.info("cache of %s: the list's continue token expired; listing again", self.resource.kind)
+                store, params = {}, {"limit": str(LIST_PAGE)}
+                continue
+            self.pages += 1
+            for obj in listing.get("items") or []:
+                if isinstance(obj, Mapping):
+                    projected = self.projected(obj)
+                    store[self.key(projected)] = projected
+            token, version = metadata(listing).get("continue"), str(metadata(listing).get("resourceVersion", ""))
+            del listing  # the page's raw objects go before the collector's view is frozen
+            self.page_listed()
+            if not token:
+                return store, version
+            params = {"limit": str(LIST_PAGE), "continue": str(token)}
+
+    def page_listed(self) -> None:
+        """Called after each page of a list has been projected into the store being built."""
 
     async def _watch(self, version: str) -> str | None:
         """Apply the watch's events; the version to watch from next when the server ends the watch, None to
@@ -169,23 +201,29 @@ class Reflector:
 
 
 async def start_all(reflectors: list[Reflector], timeout: float) -> list[asyncio.Task[None]]:
-    """Start reflectors and wait until each has listed once; on a timeout, stop them and name the ones
-    that did not list."""
+    """Start reflectors and wait until each has listed once. A reflector that has not listed and received
+    no list page for `timeout` seconds stops them all, named in the error; one still receiving pages
+    (100,000 pods on a busy API server) is waited for."""
     tasks = [asyncio.create_task(r.run(), name=f"cache-{r.resource.kind}") for r in reflectors]
     try:
-        # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancellation that arrives just as the
-        # last list completes, and the caller would never stop.
-        async with asyncio.timeout(timeout):
-            await asyncio.gather(*(r.synced.wait() for r in reflectors))
-    except TimeoutError:
-        await stop_all(tasks)
-        behind = [r.resource.kind for r in reflectors if not r.synced.is_set()]
-        raise DraqError(f"could not list {', '.join(behind)} from the API server within {timeout:.0f}s; "
-                        "check the kubeconfig, the server's address and draq's RBAC rights") from None
+        while True:
+            pages = [r.pages for r in reflectors]
+            try:
+                # asyncio.timeout, not wait_for: wait_for (3.11) can swallow a cancellation that arrives just
+                # as the last list completes, and the caller would never stop.
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*(r.synced.wait() for r in reflectors))
+                return tasks
+            except TimeoutError:
+                stalled = [r.resource.kind for r, before in zip(reflectors, pages, strict=True)
+                           if not r.synced.is_set() and r.pages == before]
+                if stalled:
+                    raise DraqError(f"could not list {', '.join(stalled)} from the API server within "
+                                    f"{timeout:.0f}s; check the kubeconfig, the server's address and draq's "
+                                    "RBAC rights") from None
     except BaseException:
-        await stop_all(tasks)  # cancelled while listing: no reflector is left running
+        await stop_all(tasks)  # cancelled or failed while listing: no reflector is left running
         raise
-    return tasks
 
 
 async def stop_all(tasks: list[asyncio.Task[None]]) -> None:

@@ -16,6 +16,7 @@ them: a deleted object never comes back into view.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -109,6 +110,13 @@ class _Reflector(Reflector):
         super().__init__(api, resource, project, on_change)
         self._on_deleted = on_deleted
         self._observers = observers
+
+    def page_listed(self) -> None:
+        # The cycle collector would walk the whole growing store again and again while a large list
+        # arrives (listing 60,000 pods took 3x the CPU with it); the objects listed so far are moved out of
+        # its view, as after every pass (`admission.operator.heap`, whose periodic full collection
+        # unfreezes them again).
+        gc.freeze()
 
     async def _list(self) -> str | None:
         version = await super()._list()

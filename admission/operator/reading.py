@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass, field, replace
@@ -65,6 +66,7 @@ V = TypeVar("V")
 DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate")
 # What could give a parked group room (`core.cycle.parking`): any change to these kinds, and the changes
 # the predicates below tell for the others.
+FREEZE_AFTER = 1000  # objects of one kind parsed afresh, from which the parsed models leave the collector's view
 ROOM_ALWAYS = frozenset({"DeviceClass", "ResourceSlice", "DeviceTaintRule"})
 ROOM_FREED: dict[str, Callable[[Any, Any], bool]] = {
     "Node": node_frees_room, "ResourceClaim": claim_frees_room, "Pod": pod_frees_room}
@@ -141,6 +143,9 @@ class _Parsed:
         self.generation = 0
         self.changed_entries: set[Key] | None = None
         self.overlay_keys: set[Key] = set()  # the keys of the operator's writes overlaid in the last output
+        # Each entry's index in `models` (entries without a model have none), made when first needed after
+        # `models` was made afresh: a change in place replaces one model in a copy of the list.
+        self.positions: dict[Key, int] | None = None
 
     def entries_changed_since(self, generation: int) -> set[Key] | None:
         """The store keys whose entries changed after `generation`, when known (it is the one before)."""
@@ -568,10 +573,17 @@ class CacheReader:
             known, memo.entries, memo.kept = memo.entries, {}, {}
             for key, stored in store.items():
                 self._enter(memo, key, self._entry(kind, stored, known.get(key), parse), keep)
-        else:
+            if len(store) >= FREEZE_AFTER:
+                # The first reading of a large cluster makes millions of objects; the cycle collector would walk
+                # them again and again as more kinds are parsed (a fifth of that reading's CPU): they are moved
+                # out of its view now, as after every pass (`admission.operator.heap`).
+                gc.freeze()
+        previous: dict[Key, _Entry | None] = {}
+        if not relisted:
             for key, moved in dirty.items():
                 manifest = store.get(key)
                 old = memo.entries.pop(key, None) if moved else memo.entries.get(key)
+                previous[key] = old
                 if manifest is None:
                     memo.entries.pop(key, None)
                     memo.kept.pop(key, None)
@@ -597,14 +609,20 @@ class CacheReader:
                                  else {})
             memo.models = [e.model for e in entries.values() if e.model is not None]
             memo.bad = [e.bad for e in entries.values() if e.bad is not None]
+            memo.positions = None
             memo.overlaid = True
             changed_keys = None
             if keyed:
                 by_key = {m.key: m for m in memo.models}
         elif changed or memo.overlaid:
             memo.current, memo.current_kept = memo.entries, memo.kept
-            memo.models = [e.model for e in memo.entries.values() if e.model is not None]
-            memo.bad = [e.bad for e in memo.entries.values() if e.bad is not None]
+            in_place = None if relisted or memo.overlaid else _replaced_in_place(memo, dirty, previous)
+            if in_place is not None:
+                memo.models = in_place
+            else:
+                memo.models = [e.model for e in memo.entries.values() if e.model is not None]
+                memo.bad = [e.bad for e in memo.entries.values() if e.bad is not None]
+                memo.positions = None
             memo.overlaid = False
             if keyed and changed_keys is None:
                 by_key = {m.key: m for m in memo.models}
@@ -673,6 +691,22 @@ def _same_or_new(last: tuple[T, ...], now: list[T]) -> tuple[T, ...]:
     if len(last) == len(now) and all(a is b for a, b in zip(last, now, strict=True)):
         return last
     return tuple(now)
+def _replaced_in_place(memo: _Parsed, dirty: Mapping[Key, bool], previous: Mapping[Key, _Entry | None]
+                       ) -> list[Any] | None:
+    """`memo.models` with the changed entries' new models in their places, when every change was in place
+    (no key added, deleted or moved) from one model to another (none unreadable before or after): a copy of
+    the list, not a pass over every entry. None otherwise (the lists are made afresh)."""
+    for key, moved in dirty.items():
+        old, new = previous.get(key), memo.entries.get(key)
+        if moved or old is None or new is None or old.model is None or new.model is None or old.bad or new.bad:
+            return None
+    if memo.positions is None:
+        with_model = (key for key, entry in memo.entries.items() if entry.model is not None)
+        memo.positions = {key: index for index, key in enumerate(with_model)}
+    models = list(memo.models)
+    for key in dirty:
+        models[memo.positions[key]] = memo.entries[key].model
+    return models
 
 
 def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
