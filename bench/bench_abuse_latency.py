@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import tempfile
 import threading
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_bound_latency import BoundWatch
+from bench_bound_latency import BoundWatch, tear_down
 from kubernetes import client
 
 from admission.cli.demo import start_draq
@@ -351,17 +350,7 @@ def main() -> None:
         plane.start()
         run(plane, args, running.append)
     finally:
-        for part in reversed(running):
-            if isinstance(part, NodeSimulator):
-                part.stop()
-            else:
-                part.terminate()
-                part.wait(timeout=30)
-        plane.stop()
-        if args.keep:
-            print(f"logs kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        tear_down(plane, work, args.keep, reversed(running))
 
 
 if __name__ == "__main__":

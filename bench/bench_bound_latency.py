@@ -19,9 +19,11 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -242,6 +244,23 @@ def describe(label: str, run: tuple[list[float], list[float], float]) -> str:
             f"create requests took {creating:.1f} s; load {os.getloadavg()[0]:.2f}")
 
 
+def tear_down(plane: ControlPlane, work: Path, keep: bool, parts: Iterable[subprocess.Popen[Any] | NodeSimulator | None]
+              ) -> None:
+    """Stop draq's processes and the node simulators in the order given, then the control plane; keep the
+    logs (`--keep`) or remove them."""
+    for part in parts:
+        if isinstance(part, NodeSimulator):
+            part.stop()
+        elif part is not None:
+            part.terminate()
+            part.wait(timeout=30)
+    plane.stop()
+    if keep:
+        print(f"logs kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
@@ -276,16 +295,7 @@ def main() -> None:
         added = statistics.median(with_draq[0]) / statistics.median(without[0]) - 1
         print(f"draq adds {added:+.0%} to the median creation-to-bound time (goal <= +50%)", flush=True)
     finally:
-        if draq is not None:
-            draq.terminate()
-            draq.wait(timeout=30)
-        if sim is not None:
-            sim.stop()
-        plane.stop()
-        if args.keep:
-            print(f"logs kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        tear_down(plane, work, args.keep, (draq, sim))
 
 
 if __name__ == "__main__":

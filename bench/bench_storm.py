@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from bench_bound_latency import tear_down
 from kubernetes import client
 
 from admission.cli.demo import start_draq
@@ -198,16 +198,7 @@ def main() -> None:
         flood_phase(plane, figures, args, unique)
         storm_phase(plane, figures, args, unique, flappy)
     finally:
-        if draq is not None:
-            draq.terminate()
-            draq.wait(timeout=30)
-        if sim is not None:
-            sim.stop()
-        plane.stop()
-        if args.keep:
-            print(f"logs kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        tear_down(plane, work, args.keep, (draq, sim))
 
 
 if __name__ == "__main__":
