@@ -448,9 +448,11 @@ def sample_spacing(watcher: Watcher) -> str:
     return f"median {gaps[len(gaps) // 2]:.2f}s apart, longest {gaps[-1]:.2f}s" if gaps else "one"
 
 
-def finished(watcher: Watcher, groups: set[str]) -> bool:
-    phases = {g["metadata"]["name"]: (g.get("status") or {}).get("phase") for g in watcher.last_groups}
-    return all(phases.get(name) == "Finished" for name in groups)
+def unfinished(watcher: Watcher, groups: set[str]) -> list[str]:
+    """The groups not Finished yet, each with its phase and conditions as last seen (what a timeout reports)."""
+    status = {g["metadata"]["name"]: g.get("status") or {} for g in watcher.last_groups}
+    return [f"{name}: {status.get(name, {}).get('phase')} {status.get(name, {}).get('conditions')}"
+            for name in sorted(groups) if status.get(name, {}).get("phase") != "Finished"]
 
 
 # ----- the tests ----------------------------------------------------------------------------------
@@ -511,7 +513,8 @@ def test_killing_the_leader_at_random_moments_never_splits_a_gang_or_overruns_a_
                 f"{next_admission - killed_at:.1f}s after the kill")
             victim.start().standing_by()  # back as the standby, under the same identity
         submitting.join(300)
-        until("every gang that fits to finish", lambda: finished(watcher, fitting), timeout=300, interval=1)
+        until("every gang that fits to finish", lambda: unfinished(watcher, fitting), timeout=300, interval=1,
+              accept=lambda left: not left)
     assert len(kills) >= 2, f"only {len(kills)} kill(s) while the gangs were admitted"
     for identity, takeover, next_admission in kills:
         # Exact on the standby's own clock (tests/unit/operator/test_leader.py); here a busy machine may
@@ -569,7 +572,8 @@ def test_two_replicas_admit_one_at_a_time_and_hand_over_within_the_lease(
         now = lease_holder(api)
         handovers.append((f"SIGKILL, taken by {now.identity if now else '?'}", taken - killed_at))
         submitting.join(60)
-        until("every gang to finish", lambda: finished(watcher, set(sizes)), timeout=240, interval=1)
+        until("every gang to finish", lambda: unfinished(watcher, set(sizes)), timeout=240, interval=1,
+              accept=lambda left: not left)
     for how, seconds in handovers:
         say(f"handover after {how}: {seconds:.2f}s")
     assert handovers[0][1] < LEASE, handovers  # given up at once: the standby's next try takes it
@@ -696,7 +700,8 @@ def test_admissions_resume_after_the_api_server_restarts(
         assert draq.alive(), draq.tail()
         until("the groups made after the restart to be admitted",
               lambda: all(g in watcher.admissions for g in after), timeout=90, interval=0.5)
-        until("every gang to finish", lambda: finished(watcher, set(before) | set(after)), timeout=120, interval=1)
+        until("every gang to finish", lambda: unfinished(watcher, set(before) | set(after)), timeout=120, interval=1,
+              accept=lambda left: not left)
     say(f"first admission after the restart: {resumed - back:.1f}s after the API server was ready again; its pods "
         f"could be created {created - back:.1f}s after, and it was admitted {resumed - created:.1f}s after that")
     assert resumed - created <= API_RETURN_LIMIT, (resumed - back, created - back)
