@@ -448,6 +448,29 @@ def sample_spacing(watcher: Watcher) -> str:
     return f"median {gaps[len(gaps) // 2]:.2f}s apart, longest {gaps[-1]:.2f}s" if gaps else "one"
 
 
+def members_report(api: Any, namespace: str, groups: set[str]) -> str:
+    """The pods of `groups` and their claims as the API has them now: gates, node, pin, scheduling condition,
+    allocation and users (what a group that never ran leaves to be read)."""
+    core, resource = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    claims = {c["metadata"]["name"]: c for c in resource.list_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaims")["items"]}
+    lines = []
+    for pod in core.list_namespaced_pod(namespace).items:
+        if pod.metadata.labels.get(GROUP_LABEL) not in groups:
+            continue
+        scheduled = next((f"{c.status} {c.reason} {c.message}" for c in pod.status.conditions or []
+                          if c.type == "PodScheduled"), None)
+        pinned = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+        lines.append(f"{pod.metadata.name}: gates {[g.name for g in pod.spec.scheduling_gates or []]} node "
+                     f"{pod.spec.node_name} phase {pod.status.phase} scheduled {scheduled} pin {pinned}")
+        for status in pod.status.resource_claim_statuses or []:
+            claim = claims.get(status.resource_claim_name or "", {})
+            allocation = (claim.get("status") or {}).get("allocation")
+            users = [r.get("name") for r in (claim.get("status") or {}).get("reservedFor") or []]
+            lines.append(f"  claim {status.resource_claim_name}: allocation {json.dumps(allocation)} users {users}")
+    return "\n".join(lines) or f"no pods of {sorted(groups)}"
+
+
 def unfinished(watcher: Watcher, groups: set[str]) -> list[str]:
     """The groups not Finished yet, each with its phase and conditions as last seen (what a timeout reports)."""
     status = {g["metadata"]["name"]: g.get("status") or {} for g in watcher.last_groups}
@@ -513,8 +536,13 @@ def test_killing_the_leader_at_random_moments_never_splits_a_gang_or_overruns_a_
                 f"{next_admission - killed_at:.1f}s after the kill")
             victim.start().standing_by()  # back as the standby, under the same identity
         submitting.join(300)
-        until("every gang that fits to finish", lambda: unfinished(watcher, fitting), timeout=300, interval=1,
-              accept=lambda left: not left)
+        try:
+            until("every gang that fits to finish", lambda: unfinished(watcher, fitting), timeout=300, interval=1,
+                  accept=lambda left: not left)
+        except AssertionError:
+            say(members_report(api, namespace, {g["metadata"]["name"] for g in watcher.last_groups
+                                                if (g.get("status") or {}).get("phase") != "Finished"} & fitting))
+            raise
     assert len(kills) >= 2, f"only {len(kills)} kill(s) while the gangs were admitted"
     for identity, takeover, next_admission in kills:
         # Exact on the standby's own clock (tests/unit/operator/test_leader.py); here a busy machine may

@@ -49,6 +49,7 @@ class NodeSimulator:
         self._thread: threading.Thread | None = None
         self._timers: list[threading.Timer] = []
         self._timed: set[str] = set()  # uids of pods whose end is scheduled
+        self._started: set[str] = set()  # uids of pods this simulator has started
         self._lock = threading.Lock()
 
     # ----- inventory ---------------------------------------------------------------------------------
@@ -185,14 +186,33 @@ class NodeSimulator:
                 self._schedule_end(pod)
 
     def _mark_running(self, pod: Any) -> None:
+        """Start a pod once, and only while the API server still has it Pending: the watch can deliver an
+        older Pending version of a pod after its run time ended, and a kubelet never takes a finished pod
+        back to Running (it would hold no claim: its claims were released when it finished)."""
         namespace, name = pod.metadata.namespace, pod.metadata.name
+        with self._lock:
+            if pod.metadata.uid in self._started:
+                return
+            self._started.add(pod.metadata.uid)
         statuses = [{"name": c.name, "ready": True, "restartCount": 0, "image": c.image or "sim", "imageID": "",
                      "started": True, "state": {"running": {"startedAt": _now()}}} for c in pod.spec.containers]
-        self.core.patch_namespaced_pod_status(name, namespace, {"status": {
-            "phase": "Running", "startTime": _now(), "hostIP": "127.0.0.1", "podIP": "127.0.0.1",
-            "containerStatuses": statuses,
-            "conditions": [{"type": t, "status": "True", "lastTransitionTime": _now()}
-                           for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]}})
+        conditions = [{"type": t, "status": "True", "lastTransitionTime": _now()}
+                      for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
+        try:
+            self.core.patch_namespaced_pod_status(name, namespace, [
+                {"op": "test", "path": "/status/phase", "value": "Pending"},
+                {"op": "replace", "path": "/status/phase", "value": "Running"},
+                {"op": "add", "path": "/status/startTime", "value": _now()},
+                {"op": "add", "path": "/status/hostIP", "value": "127.0.0.1"},
+                {"op": "add", "path": "/status/podIP", "value": "127.0.0.1"},
+                {"op": "add", "path": "/status/containerStatuses", "value": statuses},
+                {"op": "add", "path": "/status/conditions", "value": conditions}])
+        except ApiException as err:
+            if err.status != 422:  # 422: the pod is no longer Pending; another version of it was started
+                with self._lock:
+                    self._started.discard(pod.metadata.uid)  # not applied: a later event tries again
+                raise
+            return
         self._schedule_end(pod)
 
     def _schedule_end(self, pod: Any) -> None:
