@@ -74,6 +74,8 @@ class Alternative:
     all_devices: list[Device] | None = None
     # The indices, in the claim plan's `constraints`, of the constraints that apply to this alternative.
     constraints: tuple[int, ...] = ()
+    # Derived attributes in force (1.37 with DRADerivedAttributes): name -> expression; None without any.
+    derived: dict[str, str] | None = None
 
     @property
     def count(self) -> int:
@@ -298,9 +300,11 @@ class NodeSearch:
             choices *= len(alternatives)
             depth += max((a.selection.count for a in alternatives), default=0)
         for index, constraint in enumerate(claim.spec.constraints):
-            # distinctAttribute exists only in the allocator variants that do consumable capacity; the
-            # others (and the API server, which drops the field) see an empty constraint.
-            distinct = constraint.distinct_attribute is not None and self.gates.consumable_capacity
+            # distinctAttribute exists only in the allocator variants newer than the stable one (up to 1.35,
+            # those used with consumable capacity); the stable one (and the API server, which drops the field
+            # without DRAConsumableCapacity) sees an empty constraint.
+            newer = self.gates.consumable_capacity if self.gates.minor <= 35 else not self.permuting
+            distinct = constraint.distinct_attribute is not None and newer
             if constraint.match_attribute is None and not distinct:
                 raise AllocationError(f"{owner}, constraint #{index}: empty constraint (unsupported "
                                       "constraint type?)")
@@ -309,6 +313,7 @@ class NodeSearch:
     def _alternative(self, owner: str, where: str, request: str, result_name: str,
                      selection: DeviceSelection, trackers: list[ConstraintTracker]) -> Alternative:
         gates = self.gates
+        derived = self._derived(where, selection)
         if selection.capacity_requests and not gates.consumable_capacity:
             raise AllocationError(f"{where}: has capacity requests, but the DRAConsumableCapacity feature "
                                   "is disabled")
@@ -331,12 +336,24 @@ class NodeSearch:
             signature=self.selectors.signature(device_class.name, device_class.selectors, owner,
                                                selection.selectors),
             constraints=tuple(i for i, t in enumerate(trackers) if t.applies(request, result_name)),
+            derived=derived,
         )
         if selection.allocation_mode == ALL:
             alternative.all_devices = self._all_devices(owner, where, alternative)
         elif selection.allocation_mode != EXACT_COUNT:
             raise AllocationError(f"{where}: unsupported count mode {selection.allocation_mode}")
         return alternative
+
+    def _derived(self, where: str, selection: DeviceSelection) -> dict[str, str] | None:
+        """The request's derived attributes the scheduler evaluates. Before 1.37 the field does not exist (the
+        constraints read the devices' own attributes); on 1.37 every allocator variant refuses a request with
+        them while DRADerivedAttributes is off (checked before anything else of the request)."""
+        if not selection.derived_attributes or self.gates.minor < 37:
+            return None
+        if "DRADerivedAttributes" not in self.gates.enabled:
+            raise AllocationError(f"{where}: cannot handle request with derived attributes, the feature is "
+                                  "disabled")
+        return {d.name: d.expression for d in selection.derived_attributes}
 
     def _all_devices(self, owner: str, where: str, alternative: Alternative) -> list[Device]:
         for pool in self.view.pools:
@@ -606,8 +623,15 @@ class NodeSearch:
             self._refused(device, charged, groups)
             return None
         trackers = plan.constraints
+        derived = alternative.derived
         for added, index in enumerate(alternative.constraints):
-            if not trackers[index].add(alternative.request, device):
+            tracker = trackers[index]
+            if derived is not None and tracker.attribute in derived:
+                value = self.selectors.derived(tracker.attribute, derived[tracker.attribute], device)
+                fits_constraint = tracker.add_value(alternative.request, value)
+            else:
+                fits_constraint = tracker.add(alternative.request, device)
+            if not fits_constraint:
                 for undo in alternative.constraints[:added]:
                     trackers[undo].remove(alternative.request)
                 self._refused(device, charged, groups)
