@@ -52,6 +52,8 @@ class SearchBudgetExceeded(Exception):
 # 2-core machine: about 4 million a second). Beyond this estimate the scheduler gives up; close to it,
 # whether it does depends on its machine.
 UPSTREAM_CHECKS_LIMIT = 40_000_000
+# What one counter a device takes counts for in draq's own budget, in device checks.
+COUNTER_WEIGHT = 10
 
 
 # What one step of the search comes back with. EXCEEDED is upstream's "allocation result limit
@@ -460,6 +462,9 @@ class NodeSearch:
 
     def _reserve_counters(self, device: Device) -> dict[CounterKey, Fraction] | None:
         """Take the device's counters for this search if they fit; None if they do not."""
+        if self.budget is not None:
+            # Comparing and charging a counter costs about ten device checks (measured in draq's search).
+            self._count(COUNTER_WEIGHT * sum(len(use.counters) for use in device.consumes_counters))
         scope = self._counter_scope(device)
         if not self._counters_fit(device, scope):
             return None
@@ -595,10 +600,6 @@ class NodeSearch:
         the device's position within its request (1.34 looked at it, see `_capacity_refuses`). With `free`
         the caller has just found the device not in use.
         """
-        if self.budget is not None:
-            self.steps += 1
-            if self.steps > self.budget:
-                raise SearchBudgetExceeded(f"search gave up after {self.budget} device checks")
         if not free and self.in_use(plan, alternative, device):
             return None
         if device.skip_node_operations and self.skips_refused:
@@ -828,6 +829,8 @@ class NodeSearch:
             return self._request(claim_index, request_index + 1)
         if len(plan.picks) + len(devices) - start > MAX_RESULTS_PER_CLAIM:
             return EXCEEDED
+        if self.budget is not None:
+            self._count(len(devices) - start)
         taken: list[Pick] = []
         found = FAILED
         for index in range(start, len(devices)):
@@ -842,6 +845,16 @@ class NodeSearch:
         for pick in reversed(taken):
             self.release(plan, pick)
         return found
+
+    def _count(self, checks: int) -> None:
+        """Count the work the search is about to do: the devices a loop checks (as the scheduler's loop checks
+        them) and the counters a device takes. Past the budget the search gives up."""
+        self.steps += checks
+        if self.budget is not None and self.steps > self.budget:
+            raise SearchBudgetExceeded(
+                f"search gave up after {self.budget:,} device checks: too many combinations of devices to try "
+                f"(the scheduler's allocator stops at its 10 s filter timeout, about {UPSTREAM_CHECKS_LIMIT:,} "
+                "checks, and may give up here too)")
 
     def _slot(self, claim_index: int, request_index: int, alternative: Alternative, slot: int,
               start: int) -> int:
@@ -863,7 +876,10 @@ class NodeSearch:
         # releases): every slot starts at the beginning; only used where the order can change the
         # answer (see _order_matters), else combinations that may repeat a shared device stand in.
         barrier = self.invalid_barrier
-        for position in range(0 if self.permute else start, len(devices) if barrier is None else barrier):
+        begin, end = (0 if self.permute else start), (len(devices) if barrier is None else barrier)
+        if self.budget is not None:
+            self._count(end - begin)
+        for position in range(begin, end):
             device = devices[position]
             if self.in_use(plan, alternative, device):
                 continue
