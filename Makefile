@@ -54,7 +54,7 @@ e2e: setup
 # taints, consumable capacity, extended resources through DRA, ...), the group-level
 # differential with native gang scheduling on too, and `draq run` making v1alpha1 Workloads. Then the
 # allocator differential on 1.37 (v1.37.2) with the 1.37 alphas draq models on (compatibility groups,
-# optional node operations): 50 trials, about 50 s.
+# optional node operations, derived attributes): 50 trials, about 50 s.
 e2e-alpha: setup
 	$(BIN)/python -m admission.localcluster.build --kubernetes-version 1.35
 	DRAQ_KUBERNETES_VERSION=1.35 DRAQ_ALPHA_DRA=1 DRAQ_ALPHA_GANGS=1 DRAQ_GANG_TRIALS=5 $(BIN)/pytest \

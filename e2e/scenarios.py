@@ -80,6 +80,7 @@ class Features:
     fractional: bool = False  # DRAFractionalCapacityRange: capacity policies may step in fractions of a unit
     compatibility: bool = False  # DRADeviceCompatibilityGroups: partitions declare compatibility groups
     skip_operations: bool = False  # DRAOptionalNodeOperations: slices may skip node operations
+    derived: bool = False  # DRADerivedAttributes: requests derive attributes for their constraints
     binding: bool = False  # DRADeviceBindingConditions: devices the scheduler waits for in PreBind
 
 
@@ -418,6 +419,49 @@ def _optional_operations_shapes(trial: Trial, rng: random.Random, features: Feat
         trial.node["status"]["declaredFeatures"] = ["DRAOptionalNodeOperations"]
     trial.notes.append(f"{chosen['metadata']['name']}: skips node operations (node declares the feature: "
                        f"{'yes' if declares else 'no'})")
+ROOTS = '["pci0000:10", "pci0000:20"]'  # the PCIe roots of the first socket, say
+SOCKET = "derived/socket"
+
+
+def _socket(guarded: bool, low: str, high: str) -> str:
+    """An expression telling the socket of a device from its PCIe root; unguarded, a device without the
+    attribute fails the scheduling attempt."""
+    roots = 'device.attributes["resource.kubernetes.io"]'
+    found = f'{roots}.pcieRoot in {ROOTS} ? {low} : {high}'
+    return f'"pcieRoot" in {roots} ? ({found}) : {low}' if guarded else found
+
+
+def _derive(request: Manifest, name: str, expression: str) -> None:
+    for selection in [request["exactly"]] if "exactly" in request else request["firstAvailable"]:
+        selection.setdefault("derivedAttributes", []).append({"name": name, "expression": expression})
+
+
+def _derived_shapes(trial: Trial, rng: random.Random, features: Features) -> None:
+    """DRADerivedAttributes (1.37 alpha): a claim's GPUs (and NIC) must sit on one socket, told by a derived
+    attribute from their PCIe roots (matchAttribute), or its GPUs must come from different sockets, a derived
+    attribute shadowing the devices' own pcieRoot (distinctAttribute). Sometimes the expression does not
+    check that the attribute exists, so a device without it fails the attempt."""
+    if not features.derived or rng.random() >= 0.45:
+        return
+    for claim in trial.claims:
+        requests = {r["name"]: r for r in claim["spec"]["devices"]["requests"] if r["name"] in ("gpus", "nic")}
+        if not requests:
+            continue
+        guarded = rng.random() < 0.8
+        constraints = claim["spec"]["devices"].setdefault("constraints", [])
+        if rng.random() < 0.5:
+            constraints.append({"requests": sorted(requests), "matchAttribute": SOCKET})
+            for request in requests.values():
+                _derive(request, SOCKET, _socket(guarded, "0", "1"))
+            trial.notes.append(f"{claim['metadata']['name']}: devices on one socket (derived attribute)")
+        elif "gpus" in requests:
+            constraints.append({"requests": ["gpus"], "distinctAttribute": profiles.PCIE_ROOT})
+            _derive(requests["gpus"], profiles.PCIE_ROOT, _socket(guarded, '"low"', '"high"'))
+            trial.notes.append(f"{claim['metadata']['name']}: GPUs on different sockets (derived attribute)")
+        if not guarded:
+            trial.notes.append(f"{claim['metadata']['name']}: derived attribute read without a check")
+
+
 # The conditions a device with binding conditions (KEP-5007) waits for: the driver stand-in of the
 # differential sets them True once the scheduler has allocated the device, or sets the failure condition.
 BINDING_CONDITIONS = ("draq.io/attached", "draq.io/fabric-ready")
@@ -501,6 +545,7 @@ def trial(seed: int, index: int, features: Features = Features()) -> Trial:
     _fractional_shapes(made, random.Random(f"{seed}/{index}/fractional"), features)
     _compatibility_shapes(made, random.Random(f"{seed}/{index}/compatibility"), features)
     _optional_operations_shapes(made, random.Random(f"{seed}/{index}/operations"), features)
+    _derived_shapes(made, random.Random(f"{seed}/{index}/derived"), features)
     binding = random.Random(f"{seed}/{index}/binding")
     if features.binding and binding.random() < 0.5:
         _attached_pool(made, binding)

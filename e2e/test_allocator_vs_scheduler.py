@@ -43,7 +43,8 @@ def scenario_features(plane: ControlPlane) -> scenarios.Features:
     """With the gates on (alpha before 1.36, beta or GA by default since), scenarios also use device taints,
     distinctAttribute constraints, (1.35+ slice layout) partitions and extended resources served by
     DRA devices, (1.37) capacity policies in fractions of a unit and, with the alpha gates, compatibility
-    groups on partitions' counter sets and slices that skip node operations; from 1.36 (beta, on by default)
+    groups on partitions' counter sets, slices that skip node operations and requests deriving attributes for
+    their constraints; from 1.36 (beta, on by default)
     devices with binding conditions, which a driver stand-in attaches. Admin-access requests are used always
     (the namespace allows them)."""
     gates = cluster_gates(plane)
@@ -53,6 +54,7 @@ def scenario_features(plane: ControlPlane) -> scenarios.Features:
                               fractional=gates.fractional_capacity_range and gates.consumable_capacity,
                               compatibility=gates.compatibility_groups and gates.partitionable_devices,
                               skip_operations=gates.optional_node_operations,
+                              derived="DRADerivedAttributes" in gates.enabled,
                               binding=gates.binding_conditions and gates.minor >= 36)
 
 
@@ -115,9 +117,25 @@ def _shape(note: str) -> str:
     return note.split(": ", 1)[1]
 
 
+def _derives(manifest: dict[str, Any]) -> bool:
+    """A ResourceClaim as the API server stored it with derived attributes (it drops them with the gate off)."""
+    if manifest.get("kind") != "ResourceClaim":
+        return False
+    requests = manifest.get("spec", {}).get("devices", {}).get("requests") or []
+    return any(s.get("derivedAttributes") for r in requests
+               for s in [r.get("exactly") or {}, *r.get("firstAvailable", [])])
+
+
+TIMED_OUT = "timed out trying to allocate devices"  # the scheduler's DRA filter timeout (an error, retried)
+
+
 def agrees(outcome: Outcome, verdict: trials.Verdict) -> bool:
     if outcome.gave_up:
-        return True  # the scheduler's own filter timeout may answer either way
+        # draq stopped its search (its own budget, or the scheduler's estimated timeout): it does not know, as
+        # the scheduler does not when it times out; the scheduler may also answer, after a longer search.
+        return True
+    if verdict.outcome == "error" and TIMED_OUT in verdict.message:
+        return False  # a search draq finished, where the scheduler's ran out of time
     if outcome.missing_class:
         # The allocator's error; the scheduler checks classes first and reports the pod unschedulable.
         return verdict.outcome == "unschedulable" and f"device class {outcome.missing_class} does not exist" \
@@ -137,7 +155,8 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
     tally: dict[str, int] = {}
     shapes: dict[str, int] = {}
     unanswered: list[str] = []
-    attached_trials = same_devices = 0
+    attached_trials = same_devices = derived_stored = 0
+    gave_up: dict[str, int] = {}  # the scheduler's verdicts where draq's search gave up
     final: dict[str, str] = {}  # pod -> the scheduler's verdict
     started, cpu = time.monotonic(), time.process_time()
     with BindingConditionDriver(api, namespace).start() as driver:
@@ -152,7 +171,12 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
                                              settled=lambda pod: trials.remove_pods(api, namespace, [pod]))
             for trial in batch:
                 verdict = verdicts[trial.pod["metadata"]["name"]]
-                outcome = draq_answer(trials.stored_objects(api, namespace, trial), trial, gates)
+                stored = trials.stored_objects(api, namespace, trial)
+                derived_stored += any(_derives(o) for o in stored)
+                outcome = draq_answer(stored, trial, gates)
+                if outcome.gave_up:
+                    said = "timed out" if TIMED_OUT in verdict.message else verdict.outcome
+                    gave_up[said] = gave_up.get(said, 0) + 1
                 tally[verdict.outcome] = tally.get(verdict.outcome, 0) + 1
                 final[trial.pod["metadata"]["name"]] = verdict.outcome
                 for note in {_shape(n) for n in trial.notes}:
@@ -181,7 +205,8 @@ def test_draq_and_the_scheduler_agree_on_random_scenarios(
           f"{time.process_time() - cpu:.0f} s)")
     print(f"{TRIALS} trials, seed {SEED} ({features}), scheduler verdicts: {tally}, trials with: {shapes}; "
           f"{attached_trials} bound trials with devices with binding conditions ({same_devices} with the same ones "
-          f"as draq); "
+          f"as draq); {derived_stored} trials whose stored claims derive attributes; draq gave up on "
+          f"{sum(gave_up.values())} (scheduler: {gave_up}); "
           f"{len(failed)} pods had a failed attach and were allocated again "
           f"({sum(devices <= driver.attached.get(pod, set()) for pod, devices in failed.items())} on the same devices)")
     # Disagreements are named beside pods without a verdict: one failure must not hide the other.

@@ -40,11 +40,9 @@ _DEFAULTS: dict[str, dict[str, bool]] = {
         "DRADerivedAttributes": False, "DRAOptionalNodeOperations": False, "DRAWorkloadResourceClaims": False,
     },
 }
-# Gates new in 1.37 that change what the allocator does and that draq does not model: with one on, draq
-# says so (at start and in `draq allocate`) instead of answering as if it were off.
-UNMODELLED_GATES = {
-    "DRADerivedAttributes": "requests with derived attributes are not evaluated",
-}
+# Gates that change what the allocator does and that draq does not model: with one on, draq says so (at
+# start and in `draq allocate`) instead of answering as if it were off. Every 1.37 gate is modelled now.
+UNMODELLED_GATES: dict[str, str] = {}
 KNOWN_GATES = frozenset(_DEFAULTS["1.37"])
 # GA gates locked to their default: the components refuse to start when one is set otherwise.
 _LOCKED: dict[str, frozenset[str]] = {

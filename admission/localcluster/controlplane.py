@@ -40,7 +40,7 @@ CONTROLLERS = tuple(f"{name}-controller" for name in (
 ALPHA_DRA_GATES = ("DRAConsumableCapacity", "DRAExtendedResource", "DRAPartitionableDevices",
                    "DRADeviceTaints", "DRADeviceBindingConditions")
 # Alpha in 1.37 and modelled by draq's allocator: what `--alpha-dra` adds there.
-ALPHA_DRA_GATES_1_37 = ("DRADeviceCompatibilityGroups", "DRAOptionalNodeOperations")
+ALPHA_DRA_GATES_1_37 = ("DRADeviceCompatibilityGroups", "DRADerivedAttributes", "DRAOptionalNodeOperations")
 ALPHA_GANG_GATES = ("GenericWorkload", "GangScheduling")
 # The Workload API version each release serves for native gangs; 1.37 folded GangScheduling into
 # GenericWorkload (the gate is gone, and naming an unknown gate stops a component from starting).

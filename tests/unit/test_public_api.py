@@ -49,7 +49,8 @@ PUBLIC = {
     "admission.core.models": [
         "ALL", "AllocatedConfig", "AllocationResult", "AttributeValue", "CLAIM_COUNT", "CapacityRange", "ClaimConfig",
         "ClaimSpec", "ConsumerReference", "Container", "CounterConsumption", "CounterSet", "DeclaredShape", "Device",
-        "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest", "DeviceSelection",
+        "DerivedAttribute", "DeviceAllocation", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceRequest",
+        "DeviceSelection",
         "DeviceTaint", "DeviceToleration", "EXACT_COUNT", "LabelRequirement", "LabelSelector", "Model", "Namespace",
         "Node", "NodeSelector", "NodeSelectorRequirement", "NodeSelectorTerm", "ObjectMeta", "ObjectRef",
         "OpaqueConfig", "Pod", "PodGroupClaim", "PodResourceClaim", "PodResourceClaimStatus", "RequestPolicy",
@@ -107,8 +108,8 @@ PUBLIC = {
         "without_devices", "without_pods"
     ],
     "admission.core.cel": [
-        "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression", "Program",
-        "compile_expression", "compile_selector"
+        "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DerivedProgram", "DeviceLike",
+        "Expression", "Program", "compile_derived", "compile_expression", "compile_selector"
     ],
     "admission.core.nodefit": [
         "AFFINITY_MISMATCH", "AFFINITY_UNMET", "ANTI_AFFINITY_UNMET", "EXISTING_ANTI_AFFINITY", "ExistingAntiAffinity",

@@ -29,8 +29,11 @@ from admission.core.models import (
 from admission.core.models.device_taint_rule import DeviceTaintRule, apply_taint_rules
 from admission.core.nodefit import NodeFitIndex
 
-# About 10 s of scheduler search time in upstream terms; beyond it the answer is "gave up".
-DEFAULT_BUDGET = 2_000_000
+# draq's own limit on one node's search, in device checks (a counter a device takes counts as ten): about
+# a second of draq's CPU at most, so that no cycle or review spends longer on one node. Beyond it the
+# answer is "gave up": not known, the group waits (the scheduler, with its 10 s filter timeout, may answer
+# or time out too).
+DEFAULT_BUDGET = 1_000_000
 
 
 class Status(Enum):

@@ -25,7 +25,7 @@ class ConstraintTracker:
     """State of one constraint during a search; `add` and `remove` must be called symmetrically."""
 
     __slots__ = ("_distinct", "_domain", "_ident", "_matched", "_picked", "as_sets", "attribute", "constraint",
-                 "distinct_by_device", "distinct_per_device", "is_match", "requests")
+                 "distinct_by_device", "distinct_per_device", "is_match", "lists_unmatched", "requests")
 
     def __init__(self, constraint: DeviceConstraint, gates: FeatureGates) -> None:
         self.constraint = constraint
@@ -39,6 +39,8 @@ class ConstraintTracker:
         self.distinct_by_device = gates.minor <= 34
         # 1.37 compares a device with every device picked so far; before, with the last one per request.
         self.distinct_per_device = gates.minor >= 37
+        # 1.37 without DRAListTypeAttributes compares scalar values only (a list comes from a derived attribute).
+        self.lists_unmatched = gates.minor >= 37 and not self.as_sets
         self._matched: list[Hashable] = []
         self._distinct: dict[str, AttributeValue] = {}
         self._picked: list[AttributeValue] = []
@@ -57,6 +59,12 @@ class ConstraintTracker:
             return self._add_distinct(request, device.id)
         return self._add_distinct(request, value)
 
+    def add_value(self, request: str, value: AttributeValue) -> bool:
+        """Add a device whose attribute the request computes (a derived attribute, 1.37)."""
+        if self.is_match:
+            return self._add_match(value)
+        return self._add_distinct(request, value)
+
     def remove(self, request: str) -> None:
         if self.is_match:
             self._matched.pop()
@@ -67,6 +75,8 @@ class ConstraintTracker:
 
     def _add_match(self, value: AttributeValue) -> bool:
         if self.as_sets:
+            if value == ():
+                return False  # an empty list has no type: upstream refuses it
             current = _as_set(value)
             if self._matched:
                 current = current & self._matched[-1]  # type: ignore[operator]
@@ -75,6 +85,8 @@ class ConstraintTracker:
             self._matched.append(current)
             return True
         if isinstance(value, tuple):
+            if self.lists_unmatched and self._matched:
+                return False  # 1.37 compares scalars only: a list matches nothing after the first device
             key: Hashable = ("list", tuple(_element_key(v) for v in value))
         else:
             key = _element_key(value)
@@ -85,6 +97,10 @@ class ConstraintTracker:
 
     def _add_distinct(self, request: str, value: AttributeValue) -> bool:
         if self.distinct_per_device:
+            if self.as_sets and value == ():
+                return False
+            if self.lists_unmatched and type(value) is tuple and self._picked:
+                return False  # 1.37 compares scalars only: a list repeats every value
             if any(self._equal(value, other) for other in self._picked):
                 return False
             self._picked.append(value)

@@ -72,6 +72,9 @@ class GangPlacement:
     # tolerations) for it, so devices were never the question.
     unschedulable: bool = False
     missing_class: str = ""  # the error is a DeviceClass a request names that does not exist
+    # A node's search gave up (draq's budget, or the scheduler's estimated timeout): whether the gang fits
+    # is not known, so it is no proof that it never fits. The allocator's message.
+    gave_up: str = ""
 
 
 @dataclass(slots=True)
@@ -102,6 +105,8 @@ class _Search:
     # The nodes whose fullness is worked out (`_State.full`); None: every node, for a `KnownUnfit` shared
     # with other gangs, which may use other nodes.
     full_among: frozenset[str] | None = None
+    # The message of each node search that gave up (shared by the copies `dataclasses.replace` makes).
+    gave_up: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +269,10 @@ def _search_gang(allocator: Allocator, members: Sequence[GangMember], promised: 
             deepest = (index, state, last_failure)
         if index == 0 or backtracks >= max_backtracks:
             at, at_state, outcome = deepest
-            return _failure(search, members[at], at_state, candidates_of[at], outcome)
+            failure = _failure(search, members[at], at_state, candidates_of[at], outcome)
+            if search.gave_up:
+                return dataclasses.replace(failure, gave_up=search.gave_up[0])
+            return failure
         backtracks += 1
         states.pop()
         cursors.pop()
@@ -522,6 +530,8 @@ def _try_node(search: _Search, member: GangMember, state: _State, claims: list[R
     outcome = allocator.allocate(node, claims if extended is None else [*claims, extended], state.usage)
     if outcome.status in (Status.UNFIT, Status.NODE_ERROR) and not outcome.gave_up:
         state.unfit.add((shape, node))
+    if outcome.gave_up:
+        search.gave_up.append(f"node {node}: {outcome.message}")
     if not outcome.allocatable:
         return outcome
     allocations = {**state.allocations, **outcome.allocations}

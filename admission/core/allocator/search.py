@@ -52,6 +52,8 @@ class SearchBudgetExceeded(Exception):
 # 2-core machine: about 4 million a second). Beyond this estimate the scheduler gives up; close to it,
 # whether it does depends on its machine.
 UPSTREAM_CHECKS_LIMIT = 40_000_000
+# What one counter a device takes counts for in draq's own budget, in device checks.
+COUNTER_WEIGHT = 10
 
 
 # What one step of the search comes back with. EXCEEDED is upstream's "allocation result limit
@@ -74,6 +76,8 @@ class Alternative:
     all_devices: list[Device] | None = None
     # The indices, in the claim plan's `constraints`, of the constraints that apply to this alternative.
     constraints: tuple[int, ...] = ()
+    # Derived attributes in force (1.37 with DRADerivedAttributes): name -> expression; None without any.
+    derived: dict[str, str] | None = None
 
     @property
     def count(self) -> int:
@@ -298,9 +302,11 @@ class NodeSearch:
             choices *= len(alternatives)
             depth += max((a.selection.count for a in alternatives), default=0)
         for index, constraint in enumerate(claim.spec.constraints):
-            # distinctAttribute exists only in the allocator variants that do consumable capacity; the
-            # others (and the API server, which drops the field) see an empty constraint.
-            distinct = constraint.distinct_attribute is not None and self.gates.consumable_capacity
+            # distinctAttribute exists only in the allocator variants newer than the stable one (up to 1.35,
+            # those used with consumable capacity); the stable one (and the API server, which drops the field
+            # without DRAConsumableCapacity) sees an empty constraint.
+            newer = self.gates.consumable_capacity if self.gates.minor <= 35 else not self.permuting
+            distinct = constraint.distinct_attribute is not None and newer
             if constraint.match_attribute is None and not distinct:
                 raise AllocationError(f"{owner}, constraint #{index}: empty constraint (unsupported "
                                       "constraint type?)")
@@ -309,6 +315,7 @@ class NodeSearch:
     def _alternative(self, owner: str, where: str, request: str, result_name: str,
                      selection: DeviceSelection, trackers: list[ConstraintTracker]) -> Alternative:
         gates = self.gates
+        derived = self._derived(where, selection)
         if selection.capacity_requests and not gates.consumable_capacity:
             raise AllocationError(f"{where}: has capacity requests, but the DRAConsumableCapacity feature "
                                   "is disabled")
@@ -331,12 +338,24 @@ class NodeSearch:
             signature=self.selectors.signature(device_class.name, device_class.selectors, owner,
                                                selection.selectors),
             constraints=tuple(i for i, t in enumerate(trackers) if t.applies(request, result_name)),
+            derived=derived,
         )
         if selection.allocation_mode == ALL:
             alternative.all_devices = self._all_devices(owner, where, alternative)
         elif selection.allocation_mode != EXACT_COUNT:
             raise AllocationError(f"{where}: unsupported count mode {selection.allocation_mode}")
         return alternative
+
+    def _derived(self, where: str, selection: DeviceSelection) -> dict[str, str] | None:
+        """The request's derived attributes the scheduler evaluates. Before 1.37 the field does not exist (the
+        constraints read the devices' own attributes); on 1.37 every allocator variant refuses a request with
+        them while DRADerivedAttributes is off (checked before anything else of the request)."""
+        if not selection.derived_attributes or self.gates.minor < 37:
+            return None
+        if "DRADerivedAttributes" not in self.gates.enabled:
+            raise AllocationError(f"{where}: cannot handle request with derived attributes, the feature is "
+                                  "disabled")
+        return {d.name: d.expression for d in selection.derived_attributes}
 
     def _all_devices(self, owner: str, where: str, alternative: Alternative) -> list[Device]:
         for pool in self.view.pools:
@@ -443,6 +462,9 @@ class NodeSearch:
 
     def _reserve_counters(self, device: Device) -> dict[CounterKey, Fraction] | None:
         """Take the device's counters for this search if they fit; None if they do not."""
+        if self.budget is not None:
+            # Comparing and charging a counter costs about ten device checks (measured in draq's search).
+            self._count(COUNTER_WEIGHT * sum(len(use.counters) for use in device.consumes_counters))
         scope = self._counter_scope(device)
         if not self._counters_fit(device, scope):
             return None
@@ -578,10 +600,6 @@ class NodeSearch:
         the device's position within its request (1.34 looked at it, see `_capacity_refuses`). With `free`
         the caller has just found the device not in use.
         """
-        if self.budget is not None:
-            self.steps += 1
-            if self.steps > self.budget:
-                raise SearchBudgetExceeded(f"search gave up after {self.budget} device checks")
         if not free and self.in_use(plan, alternative, device):
             return None
         if device.skip_node_operations and self.skips_refused:
@@ -606,8 +624,15 @@ class NodeSearch:
             self._refused(device, charged, groups)
             return None
         trackers = plan.constraints
+        derived = alternative.derived
         for added, index in enumerate(alternative.constraints):
-            if not trackers[index].add(alternative.request, device):
+            tracker = trackers[index]
+            if derived is not None and tracker.attribute in derived:
+                value = self.selectors.derived(tracker.attribute, derived[tracker.attribute], device)
+                fits_constraint = tracker.add_value(alternative.request, value)
+            else:
+                fits_constraint = tracker.add(alternative.request, device)
+            if not fits_constraint:
                 for undo in alternative.constraints[:added]:
                     trackers[undo].remove(alternative.request)
                 self._refused(device, charged, groups)
@@ -804,6 +829,8 @@ class NodeSearch:
             return self._request(claim_index, request_index + 1)
         if len(plan.picks) + len(devices) - start > MAX_RESULTS_PER_CLAIM:
             return EXCEEDED
+        if self.budget is not None:
+            self._count(len(devices) - start)
         taken: list[Pick] = []
         found = FAILED
         for index in range(start, len(devices)):
@@ -818,6 +845,16 @@ class NodeSearch:
         for pick in reversed(taken):
             self.release(plan, pick)
         return found
+
+    def _count(self, checks: int) -> None:
+        """Count the work the search is about to do: the devices a loop checks (as the scheduler's loop checks
+        them) and the counters a device takes. Past the budget the search gives up."""
+        self.steps += checks
+        if self.budget is not None and self.steps > self.budget:
+            raise SearchBudgetExceeded(
+                f"search gave up after {self.budget:,} device checks: too many combinations of devices to try "
+                f"(the scheduler's allocator stops at its 10 s filter timeout, about {UPSTREAM_CHECKS_LIMIT:,} "
+                "checks, and may give up here too)")
 
     def _slot(self, claim_index: int, request_index: int, alternative: Alternative, slot: int,
               start: int) -> int:
@@ -839,7 +876,10 @@ class NodeSearch:
         # releases): every slot starts at the beginning; only used where the order can change the
         # answer (see _order_matters), else combinations that may repeat a shared device stand in.
         barrier = self.invalid_barrier
-        for position in range(0 if self.permute else start, len(devices) if barrier is None else barrier):
+        begin, end = (0 if self.permute else start), (len(devices) if barrier is None else barrier)
+        if self.budget is not None:
+            self._count(end - begin)
+        for position in range(begin, end):
             device = devices[position]
             if self.in_use(plan, alternative, device):
                 continue

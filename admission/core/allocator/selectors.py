@@ -10,10 +10,12 @@ values become AllocationError, raised only when evaluation reaches the device (l
 
 from __future__ import annotations
 
+from typing import cast
+
 from admission.core.allocator.errors import AllocationError
-from admission.core.cel import CelCompileError, CelError, compile_selector
+from admission.core.cel import CelCompileError, CelError, compile_derived, compile_selector
 from admission.core.features import FeatureGates
-from admission.core.models import Device
+from admission.core.models import AttributeValue, Device
 
 # Beyond this many (class, request selectors) combinations, a snapshot's evaluator starts afresh instead
 # of carrying the results on (request selectors are per claim; old claims' entries would pile up).
@@ -30,6 +32,7 @@ class SelectorEvaluator:
         self._attribute_problem: dict[str, str | None] = {}
         self._combined: dict[str, dict[int, bool]] = {}  # device id -> signature -> result
         self._signatures: dict[tuple[str, tuple[str | None, ...], str, tuple[str | None, ...]], int] = {}
+        self._derived: dict[str, dict[str, AttributeValue]] = {}  # device id -> expression -> value
 
     def carried(self, index: object, changed: set[str]) -> SelectorEvaluator:
         """An evaluator for the next snapshot: the same results except for the devices in `changed`."""
@@ -41,7 +44,9 @@ class SelectorEvaluator:
         other._results = dict(self._results)
         other._combined = dict(self._combined)
         other._attribute_problem = dict(self._attribute_problem)
+        other._derived = dict(self._derived)
         for device_id in changed:
+            other._derived.pop(device_id, None)
             other._results.pop(device_id, None)
             other._combined.pop(device_id, None)
             other._attribute_problem.pop(device_id, None)
@@ -84,6 +89,27 @@ class SelectorEvaluator:
             if not value:
                 return False
         return True
+
+    def derived(self, name: str, expression: str, device: Device) -> AttributeValue:
+        """The value of a derived attribute (DRADerivedAttributes) for the device, kept per device and
+        expression; a compile or runtime error is an AllocationError, as it fails the scheduler's attempt."""
+        values = self._derived.get(device.id)
+        if values is None:
+            values = self._derived[device.id] = {}
+        found = values.get(expression)
+        if found is not None:
+            return found
+        try:
+            program = compile_derived(expression, allow_multiple_allocations=self.gates.consumable_capacity,
+                                      list_attributes=self.gates.list_type_attributes)
+        except CelCompileError as err:
+            raise AllocationError(f"compile derived attribute {name} failed: {err}") from None
+        try:
+            # A scalar or a flat list of scalars (derived_value checks it), as a device attribute is.
+            found = values[expression] = cast(AttributeValue, program.value(device))
+        except CelError as err:
+            raise AllocationError(f"evaluate derived attribute {name} on device {device.id} failed: {err}") from None
+        return found
 
     def _evaluate(self, owner: str, index: int, expression: str, device: Device) -> bool:
         problem = self._unsupported_attribute(device)

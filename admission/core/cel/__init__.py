@@ -7,16 +7,18 @@ device; see docs/cel.md for what is supported.
 from admission.core.cel.device import AttributeValue, DeviceLike
 from admission.core.cel.errors import CelCompileError, CelError, CelRuntimeError
 from admission.core.cel.expression import Expression, compile_expression
-from admission.core.cel.selector import Program, compile_selector
+from admission.core.cel.selector import DerivedProgram, Program, compile_derived, compile_selector
 
 __all__ = [
     "AttributeValue",
     "CelCompileError",
     "CelError",
     "CelRuntimeError",
+    "DerivedProgram",
     "DeviceLike",
     "Expression",
     "Program",
+    "compile_derived",
     "compile_expression",
     "compile_selector",
 ]

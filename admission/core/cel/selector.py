@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from admission.core.cel.compiler import CompiledTree, Environment, Slot
-from admission.core.cel.device import MISSING, DeviceLike, DeviceView, attribute_problem, device_fields
+from admission.core.cel.device import MISSING, AttributeValue, DeviceLike, DeviceView, attribute_problem, device_fields
 from admission.core.cel.errors import CelCompileError, CelRuntimeError
 from admission.core.cel.frontend import compile_checked
 from admission.core.cel.runtime import COST_LIMIT, Context
-from admission.core.cel.types import BOOL, DEVICE
-from admission.core.cel.values import type_value
+from admission.core.cel.types import BOOL, DEVICE, INT, SEMVER, STRING, Type
+from admission.core.cel.values import UInt, type_value
 from admission.core.quantity import Quantity
 from admission.core.semver import Semver
 
@@ -72,7 +72,9 @@ class Program:
         if hit is True or hit is False:
             return hit
         if hit is not _ABSENT:
-            raise CelRuntimeError(hit.message)  # type: ignore[attr-defined]
+            if type(hit) is _Failure:
+                raise CelRuntimeError(hit.message)
+            return hit  # type: ignore[return-value]
         if len(cache) >= MEMO_SIZE:
             del cache[next(iter(cache))]
         try:
@@ -95,6 +97,9 @@ class Program:
         except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as error:
             # A device value of a kind the protocol does not allow; never a traceback.
             raise CelRuntimeError(f"evaluation failed: {error}") from None
+        return self._result(result)
+
+    def _result(self, result: object) -> bool:
         if result is True or result is False:
             return result
         raise CelRuntimeError(f"CEL result of type {type_value(result)} could not be converted to bool")
@@ -120,6 +125,74 @@ def compile_selector(expression: str, *, allow_multiple_allocations: bool = Fals
                               f"not {compiled.type}\n | {expression.splitlines()[0] if expression else ''}"
                               f"\n | ^")
     return Program(expression, compiled, allow_multiple_allocations, list_attributes)
+
+
+class DerivedProgram(Program):
+    """A derived attribute's expression (DRADerivedAttributes): `value(device)` is the attribute value it
+    computes (a scalar, or a tuple of scalars of one kind), or raises CelRuntimeError."""
+
+    def value(self, device: DeviceLike) -> AttributeValue:
+        return cast(AttributeValue, self.evaluate(device))
+
+    def _result(self, result: object) -> bool:
+        # Program's evaluate and memo carry the value; it is an attribute value here, not a bool.
+        return cast(bool, derived_value(result))
+
+
+_DERIVED_SCALARS: Final = (bool, int, str, Semver)
+_GO_TYPES: Final = {bool: "bool", int: "int64", str: "string", Semver: "semver.Version", UInt: "uint64",
+                    float: "float64"}
+
+
+def derived_value(result: object) -> AttributeValue:
+    """A CEL result as an attribute value, as Kubernetes converts it: a scalar, or a list whose elements all
+    have the kind of its first one (an empty list is an empty list of strings)."""
+    kind = type(result)
+    if kind in _DERIVED_SCALARS:
+        return cast(AttributeValue, result)
+    if kind is not tuple:
+        raise CelRuntimeError(f"unsupported CEL return type: {_GO_TYPES.get(kind, type_value(result))}")
+    items: tuple[object, ...] = result  # type: ignore[assignment]
+    if not items:
+        return ()
+    first = type(items[0])
+    if first not in _DERIVED_SCALARS:
+        raise CelRuntimeError(f"unsupported list element type: {_GO_TYPES.get(first, type_value(items[0]))}")
+    for index, item in enumerate(items):
+        if type(item) is not first:
+            raise CelRuntimeError(f"expected list element at index {index} to be {_GO_TYPES[first].split('.')[0]}"
+                                  f", got {_GO_TYPES.get(type(item), type_value(item))}")
+    return items  # type: ignore[return-value]
+
+
+_DERIVED_TYPES: Final = frozenset({BOOL, INT, STRING, SEMVER})
+
+
+def _derived_type(result: Type) -> bool:
+    if result.is_dyn or result in _DERIVED_TYPES:
+        return True
+    return result.name == "list" and len(result.params) == 1 and (result.params[0].is_dyn
+                                                                  or result.params[0] in _DERIVED_TYPES)
+
+
+@lru_cache(maxsize=1024)
+def compile_derived(expression: str, *, allow_multiple_allocations: bool = False,
+                    list_attributes: bool = False) -> DerivedProgram:
+    """Compile a derived attribute's expression (cached per expression and options): it must evaluate to
+    a string, int, bool or semver, or a list of one of them (the scheduler compiles it as a stored
+    expression, which may return lists whatever DRAListTypeAttributes says)."""
+    env = Environment(
+        variables={"device": DEVICE},
+        object_fields={DEVICE: device_fields(allow_multiple_allocations)},
+        disabled_functions=frozenset() if list_attributes else frozenset({"includes"}),
+        device_variable="device",
+        list_attributes=list_attributes,
+    )
+    compiled = compile_checked(expression, env)
+    if not _derived_type(compiled.type):
+        raise CelCompileError("must evaluate to a primitive scalar (string, integer, boolean, semver) or a list "
+                              f"of these scalars, not {compiled.type}")
+    return DerivedProgram(expression, compiled, allow_multiple_allocations, list_attributes)
 
 
 def _key_part(value: object) -> object:

@@ -102,8 +102,8 @@ def never_fits(group: str, gang: Gang, queue: str, allocator: Allocator, invento
         placed = place_gang(allocator, members, usage=Usage(), nodes=NodeUsage(), known=empty_unfit)
         if placed.error:
             return None
-        if not placed.feasible and not cycle.never_on_cluster:
-            return None
+        if not placed.feasible and (not cycle.never_on_cluster or placed.gave_up):
+            return None  # a search that gave up proves nothing
         if not placed.feasible:
             verb = "fits" if one else "fit"
             return Wait(group, WaitReason.NEVER_FITS, f"{what} {verb} on no set of nodes even with nothing else "
@@ -134,6 +134,8 @@ def _members(pods: Sequence[Pod]) -> tuple[str, bool]:
 def devices_message(placed: GangPlacement) -> str:
     """Why a gang was not placed: the allocator's reason, and what each request it could not meet lacked."""
     message = placed.reason or "the group's pods fit on no set of nodes"
+    if placed.gave_up:
+        message += f"; whether it fits is not known, it waits and is tried again ({placed.gave_up})"
     if placed.explanation is not None:
         requests = [r for r in placed.explanation.requests if r.short_by] or list(placed.explanation.requests)
         if requests:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,11 @@ from admission.core.quantity import Quantity
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"
+MAX_DERIVED_ATTRIBUTES = 32
+MAX_DERIVED_EXPRESSION = 10 * 1024
+# A fully qualified attribute name: a DNS subdomain, a slash, a C identifier.
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_QUALIFIED_NAME = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*/[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,14 @@ class DeviceToleration:
 
 
 @dataclass(frozen=True, slots=True)
+class DerivedAttribute:
+    """A request's attribute computed by a CEL expression per device, for its constraints (1.37 alpha)."""
+
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceSelection:
     """What one `exactly` request or one `firstAvailable` subrequest asks for."""
 
@@ -47,6 +61,8 @@ class DeviceSelection:
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity_requests: Mapping[str, Quantity] = field(default_factory=dict)
+    # DRADerivedAttributes: attribute name -> expression, in the order given.
+    derived_attributes: tuple[DerivedAttribute, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +195,27 @@ def parse_claim_spec(spec: Fields) -> ClaimSpec:
                              "only one of matchAttribute and distinctAttribute may be set")
         constraints.append(DeviceConstraint(entry.str_list("requests"), match, distinct))
     config = tuple(ClaimConfig(c.str_list("requests"), parse_opaque(c)) for c in devices.maps("config"))
+    _check_derived_use(devices, requests, constraints)
     return ClaimSpec(requests, tuple(constraints), config)
+
+
+def _check_derived_use(devices: Fields, requests: tuple[DeviceRequest, ...],
+                       constraints: list[DeviceConstraint]) -> None:
+    """As the API server requires: every derived attribute is named by a constraint that applies to its
+    request (one for every request, one naming the request, or for a subrequest one naming its parent)."""
+    for r, request in enumerate(requests):
+        for s, selection in enumerate(request.alternatives):
+            scopes = {"", request.name}
+            path = f"requests[{r}].exactly"
+            if request.exactly is None:
+                scopes.add(f"{request.name}/{selection.name}")
+                path = f"requests[{r}].firstAvailable[{s}]"
+            for a, derived in enumerate(selection.derived_attributes):
+                if not any(derived.name in (c.match_attribute, c.distinct_attribute)
+                           and (not c.requests or scopes & set(c.requests)) for c in constraints):
+                    raise devices.fail(f"{path}.derivedAttributes[{a}].name",
+                                       f"derived attribute {derived.name} is not used by any matchAttribute or "
+                                       "distinctAttribute constraint for this request; add one or remove it")
 
 
 def _parse_request(fields: Fields) -> DeviceRequest:
@@ -213,7 +249,29 @@ def _parse_selection(fields: Fields, name: str, *, admin: bool) -> DeviceSelecti
         admin_access=fields.opt_bool("adminAccess") if admin else None,
         tolerations=tuple(parse_toleration(t) for t in fields.maps("tolerations")),
         capacity_requests=fields.map("capacity").quantity_map("requests"),
+        derived_attributes=_parse_derived(fields),
     )
+
+
+def _parse_derived(fields: Fields) -> tuple[DerivedAttribute, ...]:
+    entries = list(fields.maps("derivedAttributes"))
+    if len(entries) > MAX_DERIVED_ATTRIBUTES:
+        raise fields.fail("derivedAttributes", f"at most {MAX_DERIVED_ATTRIBUTES} derived attributes are allowed, "
+                                               f"got {len(entries)}")
+    found: dict[str, DerivedAttribute] = {}
+    for entry in entries:
+        name = entry.str("name", required=True)
+        if not _QUALIFIED_NAME.match(name):
+            raise entry.fail("name", f"{name!r} is not a fully qualified attribute name: write a DNS subdomain, "
+                                     "a slash and a C identifier (e.g. derived/numaNode)")
+        if name in found:
+            raise entry.fail("name", f"duplicate derived attribute {name}")
+        expression = entry.str("expression", required=True)
+        if len(expression) > MAX_DERIVED_EXPRESSION:
+            raise entry.fail("expression", f"{len(expression)} characters, at most {MAX_DERIVED_EXPRESSION} "
+                                           "are allowed")
+        found[name] = DerivedAttribute(name, expression)
+    return tuple(found.values())
 
 
 def parse_toleration(fields: Fields) -> DeviceToleration:

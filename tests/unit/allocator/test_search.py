@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from admission.core import features
 from admission.core.allocator import DEFAULT_BUDGET, Allocator, Status
 from tests.support.builders import (
@@ -302,3 +305,38 @@ def test_small_searches_skip_the_estimate_and_large_ones_keep_it() -> None:
     search = large.search(large.snapshot.node("n1"))
     search.prepare(claims_of(large, "c"))
     assert search.estimate_upstream
+
+
+def _many_combinations(gates: features.FeatureGates) -> Any:
+    """Four of 40 GPUs, then a request no device matches: every combination of four is tried."""
+    never = exactly("none", selector='device.driver == "other.example.com"')
+    return allocator(node("n1"), device_class(), gpus("n1", 40), claim("c", exactly(count=4), never),
+                     gates=gates, budget=DEFAULT_BUDGET)
+
+
+def test_the_budget_counts_the_devices_each_loop_checks_and_gives_up_within_it() -> None:
+    # 1.36 with consumable capacity searches combinations as the scheduler does: C(40, 4) = 91,390 sets of
+    # four, each followed by 40 checks of the second request, past the budget.
+    alloc = _many_combinations(features.exactly("1.36", ["DRAConsumableCapacity"]))
+    started = time.process_time()
+    outcome = alloc.allocate("n1", claims_of(alloc, "c"))
+    assert outcome.status is Status.UNFIT and outcome.gave_up
+    assert outcome.message is not None and outcome.message.startswith(
+        f"search gave up after {DEFAULT_BUDGET:,} device checks: too many combinations of devices to try")
+    assert time.process_time() - started < 10  # about a second on a loaded 2-core machine
+
+
+def test_counters_a_device_takes_count_in_the_budget() -> None:
+    parts = [device(f"p-{i}", {"index": i}, consumes={"set": {"slices": "1"}})
+             for i in range(12)]
+    never = exactly("none", selector='device.driver == "other.example.com"')
+    gates = features.exactly("1.36", ["DRAConsumableCapacity", "DRAPartitionableDevices"])
+    objects = (node("n1"), device_class(), resource_slice("n1", *parts, name="s", counters={"set": {"slices": "40"}}),
+               claim("c", exactly(count=3), never))
+    # The loops check devices about 2,900 times; the 298 partitions taken (12 + 66 + 220) count ten each for
+    # their counter, about 5,900 in all.
+    within = allocator(*objects, gates=gates, budget=4_000)
+    assert within.allocate("n1", claims_of(within, "c")).gave_up
+    enough = allocator(*objects, gates=gates, budget=8_000)
+    outcome = enough.allocate("n1", claims_of(enough, "c"))
+    assert outcome.status is Status.UNFIT and not outcome.gave_up

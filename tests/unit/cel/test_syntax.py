@@ -89,8 +89,8 @@ def test_malformed_input_is_a_parse_error(expression: str) -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(cel_package.__all__) == {
-        "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DeviceLike", "Expression",
-        "Program", "compile_expression", "compile_selector",
+        "AttributeValue", "CelCompileError", "CelError", "CelRuntimeError", "DerivedProgram", "DeviceLike",
+        "Expression", "Program", "compile_derived", "compile_expression", "compile_selector",
     }
     for name in cel_package.__all__:
         assert getattr(cel_package, name) is not None

@@ -8,7 +8,7 @@ from admission.core.cycle import Admit, Wait, WaitReason
 from admission.core.models import AllocationResult, DeviceAllocation
 from admission.core.quantity import parse_quantity
 from admission.core.quota import QueueingStrategy
-from tests.support.builders import cluster_queue, local_queue, model, models, quota
+from tests.support.builders import claim, cluster_queue, exactly, local_queue, model, models, quota
 from tests.unit.cycle.cycle_builders import NS, cycle, gang, gpu_claim, gpu_node, gpu_queue, group_record, member
 
 NODES = gpu_node("node-a") + gpu_node("node-b")
@@ -176,3 +176,15 @@ def test_a_deleted_unit_blocks_new_admissions_and_keeps_recorded_charges() -> No
     assert "QuotaUnit gpu-memory, which does not exist" in waiting.message
     assert result.state.usage("main").get("gpu-memory") == parse_quantity("320Gi").value
     assert result.state.usage("main").get("gpus") == 4
+
+
+def test_a_group_whose_search_gives_up_waits_for_devices_not_as_never_admissible() -> None:
+    # Four of 40 GPUs, then a request no device matches: too many combinations to try, so the allocator gives up
+    # on the empty cluster too; that proves nothing about the group, which waits and is tried again.
+    never = exactly("none", selector='device.driver == "other.example.com"')
+    objects = [*gpu_node("node-a", gpus=40), claim("odd", exactly("gpus", count=4), never, namespace=NS),
+               member("odd-0", "odd", claim="odd")]
+    waiting = cycle(objects, [gpu_queue("main", 64)]).decision(f"{NS}/odd")
+    assert isinstance(waiting, Wait) and waiting.reason is WaitReason.DEVICES
+    assert "whether it fits is not known, it waits and is tried again (node node-a: " in waiting.message
+    assert "device checks" in waiting.message or "filter timeout" in waiting.message
