@@ -418,16 +418,20 @@ def _counts_any_device_alike(unit: CompiledUnit, selection: DeviceSelection) -> 
 
 
 def _total(lines: Iterable[ChargeLine]) -> Amounts:
-    """The sum of the lines' amounts per unit (as `Amounts.of`): whole numbers summed as integers, which most
-    device charges are, the rest as fractions."""
+    """The sum of the lines' amounts per unit (as `Amounts.of`): the lines that share one Amounts (every device
+    valued alike, `_Charger._any_device`) added once times their number, whole numbers summed as integers."""
+    times: dict[int, tuple[Amounts, int]] = {}
+    for line in lines:
+        known = times.get(id(line.amounts))
+        times[id(line.amounts)] = (line.amounts, 1 if known is None else known[1] + 1)
     whole: dict[str, int] = {}
     parts: list[tuple[str, Fraction]] = []
-    for line in lines:
-        for unit, value in line.amounts:
+    for amounts, count in times.values():
+        for unit, value in amounts:
             if value.denominator == 1:
-                whole[unit] = whole.get(unit, 0) + value.numerator
+                whole[unit] = whole.get(unit, 0) + value.numerator * count
             else:
-                parts.append((unit, value))
+                parts.append((unit, value * count))
     return Amounts.of([*whole.items(), *parts])
 
 
