@@ -102,9 +102,14 @@ class GroupObjects:
 
 def extended_claims(claims: Iterable[ResourceClaim]) -> dict[tuple[str, str], ResourceClaim]:
     """The claims the scheduler made for pods' extended resources, by (namespace, pod name)."""
-    return {(claim.namespace, consumer.name): claim for claim in claims
-            if claim.meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
-            for consumer in claim.reserved_for if consumer.resource == "pods"}
+    found: dict[tuple[str, str], ResourceClaim] = {}
+    for claim in claims:
+        annotations = claim.meta.annotations
+        if annotations and annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
+            for consumer in claim.reserved_for:
+                if consumer.resource == "pods":
+                    found[(claim.namespace, consumer.name)] = claim
+    return found
 
 
 @dataclass(frozen=True, slots=True)

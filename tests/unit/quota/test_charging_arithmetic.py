@@ -1,7 +1,6 @@
 """The charge's sums in whole numbers where they are whole, and one valuation per selection where no unit looks
 at the device: the same charges as summing every device's fractions, on random inputs."""
 
-from fractions import Fraction
 from typing import Any
 
 from hypothesis import given, settings
