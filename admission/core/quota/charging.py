@@ -98,6 +98,16 @@ class GroupObjects:
     templates: Mapping[str, ResourceClaimTemplate] = field(default_factory=dict)
     # `extended_claims(claims)`, when the caller charges many groups against the same claims.
     extended: Mapping[tuple[str, str], ResourceClaim] | None = None
+    # Each pod's requests (`pod_requests`), by the pod's id (the pod kept to check that the id still means it):
+    # worked out once for a group charged for several placements.
+    requests: dict[int, tuple[Pod, Mapping[str, Fraction]]] = field(default_factory=dict, compare=False,
+                                                                    repr=False)
+
+    def pod_requests(self, pod: Pod) -> Mapping[str, Fraction]:
+        known = self.requests.get(id(pod))
+        if known is None or known[0] is not pod:
+            known = self.requests[id(pod)] = (pod, pod_requests(pod))
+        return known[1]
 
 
 def extended_claims(claims: Iterable[ResourceClaim]) -> dict[tuple[str, str], ResourceClaim]:
@@ -176,7 +186,7 @@ class _Charger:
         for use in self._claim_uses():
             self._charge_claim(use)
         for pod in self.group.pods:
-            requests = pod_requests(pod)
+            requests = self.group.pod_requests(pod)
             self._charge_extended_resources(pod, requests)
             self._charge_core(pod, requests)
         return ChargeResult(_total(self.lines), tuple(self.lines), tuple(self.unallocated))
