@@ -556,7 +556,7 @@ def _try_node(search: _Search, member: GangMember, state: _State, claims: list[R
 def _shape(allocator: Allocator, claims: Sequence[ResourceClaim], fit: PodFit | None) -> str:
     """What a member asks of a node: its claims' specs, allocated claims by key and allocation, and its
     requests (NUL never occurs in a repr, so the parts cannot run into each other)."""
-    parts = [repr(fit.ordered) if fit is not None else ""]
+    parts = [allocator.described(fit.ordered) if fit is not None else ""]
     for claim in claims:
         allocation = claim.allocation
         parts.append(allocator.described(claim.spec))

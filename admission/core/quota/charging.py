@@ -98,13 +98,28 @@ class GroupObjects:
     templates: Mapping[str, ResourceClaimTemplate] = field(default_factory=dict)
     # `extended_claims(claims)`, when the caller charges many groups against the same claims.
     extended: Mapping[tuple[str, str], ResourceClaim] | None = None
+    # Each pod's requests (`pod_requests`), by the pod's id (the pod kept to check that the id still means it):
+    # worked out once for a group charged for several placements.
+    requests: dict[int, tuple[Pod, Mapping[str, Fraction]]] = field(default_factory=dict, compare=False,
+                                                                    repr=False)
+
+    def pod_requests(self, pod: Pod) -> Mapping[str, Fraction]:
+        known = self.requests.get(id(pod))
+        if known is None or known[0] is not pod:
+            known = self.requests[id(pod)] = (pod, pod_requests(pod))
+        return known[1]
 
 
 def extended_claims(claims: Iterable[ResourceClaim]) -> dict[tuple[str, str], ResourceClaim]:
     """The claims the scheduler made for pods' extended resources, by (namespace, pod name)."""
-    return {(claim.namespace, consumer.name): claim for claim in claims
-            if claim.meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
-            for consumer in claim.reserved_for if consumer.resource == "pods"}
+    found: dict[tuple[str, str], ResourceClaim] = {}
+    for claim in claims:
+        annotations = claim.meta.annotations
+        if annotations and annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true":
+            for consumer in claim.reserved_for:
+                if consumer.resource == "pods":
+                    found[(claim.namespace, consumer.name)] = claim
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,17 +178,18 @@ class _Charger:
     extended_claims: Mapping[tuple[str, str], ResourceClaim] | None = None
     # The selection is kept in the value so that its id cannot be reused while the cache lives.
     estimates: dict[tuple[int, str | None], tuple[DeviceSelection, Amounts]] = field(default_factory=dict)
+    # Per selection (kept in the value, as above): what any device taken for it counts, where no unit looks at
+    # the device (None: some unit does).
+    same_for_any: dict[int, tuple[DeviceSelection, Amounts | None]] = field(default_factory=dict)
 
     def run(self) -> ChargeResult:
         for use in self._claim_uses():
             self._charge_claim(use)
         for pod in self.group.pods:
-            requests = pod_requests(pod)
+            requests = self.group.pod_requests(pod)
             self._charge_extended_resources(pod, requests)
             self._charge_core(pod, requests)
-        # One sum per unit over every line (adding the lines' Amounts one by one sorts them each time).
-        total = Amounts.of(pair for line in self.lines for pair in line.amounts)
-        return ChargeResult(total, tuple(self.lines), tuple(self.unallocated))
+        return ChargeResult(_total(self.lines), tuple(self.lines), tuple(self.unallocated))
 
     # ----- which claims -----------------------------------------------------------------------------
     def _claim_uses(self) -> list[_ClaimUse]:
@@ -260,10 +276,22 @@ class _Charger:
             if result.admin_access:
                 self.lines.append(ChargeLine(source, NONE, "admin access is not charged"))
                 continue
-            device = self.inventory.devices_by_id.get(result.device_id)
-            amounts = Amounts.of({u.name: self._value(use, u, device, selection, result.consumed_capacity)
-                                  for u in self.units})
+            amounts = None if result.consumed_capacity else self._any_device(selection)
+            if amounts is None:
+                device = self.inventory.devices_by_id.get(result.device_id)
+                amounts = Amounts.of({u.name: self._value(use, u, device, selection, result.consumed_capacity)
+                                      for u in self.units})
             self.lines.append(ChargeLine(source, amounts))
+
+    def _any_device(self, selection: DeviceSelection) -> Amounts | None:
+        """What any device taken for `selection` counts, when no unit looks at the device; else None."""
+        known = self.same_for_any.get(id(selection))
+        if known is None:
+            fixed = all(_counts_any_device_alike(u, selection) for u in self.units)
+            known = self.same_for_any[id(selection)] = (
+                selection, Amounts.of({u.name: device_value(u, None, selection) for u in self.units}) if fixed
+                else None)
+        return known[1]
 
     def _worst_request(self, use: _ClaimUse, request: DeviceRequest) -> Amounts:
         if not request.alternatives:
@@ -395,6 +423,31 @@ class _Charger:
                               if u.unit.counting is Counting.CORE})
         if amounts:
             self.lines.append(ChargeLine(f"pod {pod.key} requests", amounts))
+
+
+def _counts_any_device_alike(unit: CompiledUnit, selection: DeviceSelection) -> bool:
+    """Whether `device_value` gives the same for every device taken for `selection` without looking at it."""
+    spec = unit.unit
+    return spec.counting is Counting.CORE or not spec.counts_class(selection.device_class_name) or (
+        spec.counting is Counting.DEVICES and unit.select is None)
+
+
+def _total(lines: Iterable[ChargeLine]) -> Amounts:
+    """The sum of the lines' amounts per unit (as `Amounts.of`): the lines that share one Amounts (every device
+    valued alike, `_Charger._any_device`) added once times their number, whole numbers summed as integers."""
+    times: dict[int, tuple[Amounts, int]] = {}
+    for line in lines:
+        known = times.get(id(line.amounts))
+        times[id(line.amounts)] = (line.amounts, 1 if known is None else known[1] + 1)
+    whole: dict[str, int] = {}
+    parts: list[tuple[str, Fraction]] = []
+    for amounts, count in times.values():
+        for unit, value in amounts:
+            if value.denominator == 1:
+                whole[unit] = whole.get(unit, 0) + value.numerator * count
+            else:
+                parts.append((unit, value * count))
+    return Amounts.of([*whole.items(), *parts])
 
 
 def _held_elsewhere(claim: ResourceClaim, members: set[str]) -> bool:

@@ -182,7 +182,8 @@ def _within(data: SearchInput, domain: Domain, level: TopologyLevel) -> SearchIn
     members = [replace(m, nodes=tuple(domain.nodes) if m.nodes is None else tuple(n for n in m.nodes if n in allowed))
                for m in data.members]
     seen = [d for n in domain.nodes for d in data.allocator.view(n).devices]
-    scope = DeviceScope(frozenset(d.id for d in seen), frozenset(f"{d.driver}/{d.pool}" for d in seen))
+    pools = {(d.driver, d.pool) for d in seen}  # a node's devices share a few pools: each named once
+    scope = DeviceScope(frozenset(d.id for d in seen), frozenset(f"{driver}/{pool}" for driver, pool in pools))
     if level.device_attribute is None or not domain.withheld:
         return replace(data, members=members, scope=scope)
     usage = data.usage.copy()

@@ -74,9 +74,12 @@ def _holding(group: GroupView, admission: Admission, claims: Mapping[str, Resour
             pods.append((node, pod))
         for entry in pod.resource_claims:
             name = pod.claim_name_for(entry)
-            claim = claims.get(f"{pod.namespace}/{name}") if name else None
+            if not name:
+                continue
+            key = f"{pod.namespace}/{name}"
+            claim = claims.get(key)
             if claim is not None and claim.allocation is not None:
-                allocations[claim.key] = claim.allocation
+                allocations[key] = claim.allocation
     pods.extend(open_slot_pods(group))
     # As the cycle's promised devices: the planned claims not seen allocated yet (none where the plan has none).
     promised = promised_allocations(pod_group.plan, group.pods, claims, group.namespace,

@@ -220,8 +220,9 @@ class _Trials:
                     now[node] = now.get(node, 0) + 1
             known = self.memo.free[id(usage)] = (usage, now)
         free = dict(known[1])
+        memo = self.memo.devices_by_node
         for victim in victims:
-            for node, count in self.devices_by_node(victim).items():
+            for node, count in (memo.get(victim.group) or self.devices_by_node(victim)).items():
                 free[node] = free.get(node, 0) + count
         return free
 
@@ -446,12 +447,13 @@ def _fewest_nodes(ranked: Sequence[str], on_node: Mapping[str, list[Holding]], a
     evicted: set[str] = set()
     if devices >= total and slots >= needing:
         return 0
+    memo = trials.memo.devices_by_node
     for k, node in enumerate(ranked, start=1):
         for holding in on_node[node]:
             if holding.group in evicted:
                 continue
             evicted.add(holding.group)
-            for where, count in trials.devices_by_node(holding).items():
+            for where, count in (memo.get(holding.group) or trials.devices_by_node(holding)).items():
                 before = room.get(where, 0)
                 room[where] = before + count
                 devices += count
