@@ -207,12 +207,12 @@ class NodeSimulator:
                 {"op": "add", "path": "/status/podIP", "value": "127.0.0.1"},
                 {"op": "add", "path": "/status/containerStatuses", "value": statuses},
                 {"op": "add", "path": "/status/conditions", "value": conditions}])
-        except ApiException as err:
-            if err.status != 422:  # 422: the pod is no longer Pending; another version of it was started
-                with self._lock:
-                    self._started.discard(pod.metadata.uid)  # not applied: a later event tries again
-                raise
-            return
+        except Exception as err:
+            if isinstance(err, ApiException) and err.status == 422:
+                return  # the pod is no longer Pending: another version of it was started
+            with self._lock:
+                self._started.discard(pod.metadata.uid)  # not applied (the API server may be away): retried
+            raise
         self._schedule_end(pod)
 
     def _schedule_end(self, pod: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from kubernetes.client.exceptions import ApiException
 
 from admission.localcluster.nodesim import NodeSimulator
@@ -14,11 +15,15 @@ class FakeCore:
     """The pod status patches the simulator sends; a JSON patch whose `test` of the phase fails is refused
     with 422, as the API server does."""
 
-    def __init__(self, phase: str) -> None:
+    def __init__(self, phase: str, away: int = 0) -> None:
         self.phase = phase
+        self.away = away  # how many requests find the API server away
         self.patches: list[Any] = []
 
     def patch_namespaced_pod_status(self, name: str, namespace: str, body: Any) -> None:
+        if self.away:
+            self.away -= 1
+            raise ConnectionRefusedError("the API server is restarting")
         self.patches.append(body)
         tests = [op for op in body if op["op"] == "test"] if isinstance(body, list) else []
         if any(op["path"] == "/status/phase" and op["value"] != self.phase for op in tests):
@@ -55,3 +60,12 @@ def test_a_finished_pod_is_not_taken_back_to_running() -> None:
     sim._handle(pending_pod())
     assert core.phase == "Succeeded"
     assert core.patches[0][0] == {"op": "test", "path": "/status/phase", "value": "Pending"}
+
+
+def test_a_start_the_api_server_did_not_take_is_tried_again() -> None:
+    core = FakeCore("Pending", away=1)
+    sim = simulator(core)
+    with pytest.raises(ConnectionRefusedError):  # the watch loop lists again and retries
+        sim._handle(pending_pod())
+    sim._handle(pending_pod())
+    assert core.phase == "Running"
