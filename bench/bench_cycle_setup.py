@@ -2,18 +2,21 @@
 
 The cache holds 5,000 nodes x 8 GPUs (one ResourceSlice each) and 20,000 bound pods (4 per node), with
 a few pending groups. Measured: the first reading (everything parsed, every node view built), then
-readings with nothing changed, and readings after one pod, one node's slice or one claim changed. Each
+readings with nothing changed, and readings after one pod changed, added or deleted, one node's slice or one
+claim changed. Each
 reading includes what `run_cycle` sets up before deciding: the allocator, its usage, the node-fit
 index and the charging inventory.
 
-    .venv/bin/python bench/bench_cycle_setup.py [--nodes N] [--pods N] [--repeat N]
+    .venv/bin/python bench/bench_cycle_setup.py [--nodes N] [--pods N] [--repeat N] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import cProfile
 import os
+import pstats
 import statistics
 import time
 from typing import Any
@@ -101,8 +104,19 @@ def setup(reader: CacheReader) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def timed(reader: CacheReader) -> tuple[float, float]:
+    """The set-up's elapsed and CPU milliseconds."""
+    before = time.process_time()
+    wall = setup(reader)
+    return wall, (time.process_time() - before) * 1000
+
+
 def summary(timings: list[float]) -> str:
     return f"median {statistics.median(timings):.1f} ms (range {min(timings):.1f}-{max(timings):.1f})"
+
+
+def delete(cache: Filled, kind: str, manifest: dict[str, Any]) -> None:
+    cache.reflectors[kind].apply_event("DELETED", manifest)
 
 
 def main() -> None:
@@ -110,28 +124,43 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--profile", action="store_true", help="print each case's profile (cProfile, by own time)")
     args = parser.parse_args()
     start = time.perf_counter()
     cache = fill(args.nodes, args.pods)
     print(f"cache of {args.nodes:,} nodes x 8 GPUs, {args.pods:,} bound pods, {args.nodes // 2:,} allocated "
           f"claims filled in {time.perf_counter() - start:.1f} s")
     reader = CacheReader(cache, GATES)
-    print(f"first reading (everything parsed, every view built): {setup(reader):.0f} ms")
+    wall, cpu = timed(reader)
+    print(f"first reading (everything parsed, every view built): CPU {cpu:.0f} ms ({wall:.0f} ms elapsed)")
     slice_manifest = copy.deepcopy(cache.reflectors["ResourceSlice"].store[("", "node-00007-gpus")])
+    added = args.pods + 10 * args.repeat
     cases = {
         "nothing changed": lambda i: None,
         "one pod changed": lambda i: cache.put(bound_pod(i % args.pods, f"node-{(i * 7) % args.nodes:05d}", 0)),
+        "one pod added": lambda i: cache.put(bound_pod(added + i, f"node-{(i * 11) % args.nodes:05d}", 0)),
+        "one pod deleted": lambda i: delete(cache, "Pod", bound_pod(added + i, "", 0)),
         "one claim changed": lambda i: cache.put(claim(i % (args.nodes // 2), i % (args.nodes // 2), 0)),
         "one node's ResourceSlice changed": lambda i: cache.put(copy.deepcopy(slice_manifest)),
         "ten pods changed": lambda i: [cache.put(bound_pod((i * 10 + k) % args.pods, "node-00001", 0))
                                        for k in range(10)],
     }
     for name, change in cases.items():
-        timings = []
+        cpu_times, elapsed = [], []
+        profile = cProfile.Profile() if args.profile else None
         for index in range(args.repeat):
             change(index)
-            timings.append(setup(reader))
-        print(f"per-cycle set-up, {name}: {summary(timings)}; load {os.getloadavg()[0]:.2f}")
+            if profile is not None:
+                profile.enable()
+            wall, cpu = timed(reader)
+            if profile is not None:
+                profile.disable()
+            cpu_times.append(cpu)
+            elapsed.append(wall)
+        print(f"per-cycle set-up, {name}: CPU {summary(cpu_times)}, elapsed {summary(elapsed)}; "
+              f"load {os.getloadavg()[0]:.2f}", flush=True)
+        if profile is not None:
+            pstats.Stats(profile).sort_stats("tottime").print_stats(12)
 
 
 if __name__ == "__main__":

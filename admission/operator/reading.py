@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import gc
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -66,6 +67,7 @@ V = TypeVar("V")
 DRA_KINDS = ("Node", "DeviceClass", "ResourceSlice", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate")
 # What could give a parked group room (`core.cycle.parking`): any change to these kinds, and the changes
 # the predicates below tell for the others.
+WORN_AFTER = 4096  # deleted models after which a kind's positions are numbered afresh (`_Positions`)
 FREEZE_AFTER = 1000  # objects of one kind parsed afresh, from which the parsed models leave the collector's view
 ROOM_ALWAYS = frozenset({"DeviceClass", "ResourceSlice", "DeviceTaintRule"})
 ROOM_FREED: dict[str, Callable[[Any, Any], bool]] = {
@@ -144,8 +146,8 @@ class _Parsed:
         self.changed_entries: set[Key] | None = None
         self.overlay_keys: set[Key] = set()  # the keys of the operator's writes overlaid in the last output
         # Each entry's index in `models` (entries without a model have none), made when first needed after
-        # `models` was made afresh: a change in place replaces one model in a copy of the list.
-        self.positions: dict[Key, int] | None = None
+        # `models` was made afresh: a change replaces, appends or takes out models in a copy of the list.
+        self.positions: _Positions | None = None
 
     def entries_changed_since(self, generation: int) -> set[Key] | None:
         """The store keys whose entries changed after `generation`, when known (it is the one before)."""
@@ -616,13 +618,16 @@ class CacheReader:
                 by_key = {m.key: m for m in memo.models}
         elif changed or memo.overlaid:
             memo.current, memo.current_kept = memo.entries, memo.kept
-            in_place = None if relisted or memo.overlaid else _replaced_in_place(memo, dirty, previous)
+            in_place = None if relisted or memo.overlaid else _patched(memo, dirty, previous)
             if in_place is not None:
                 memo.models = in_place
             else:
                 memo.models = [e.model for e in memo.entries.values() if e.model is not None]
                 memo.bad = [e.bad for e in memo.entries.values() if e.bad is not None]
-                memo.positions = None
+                # Numbered now unless relisted (then at the first change), so that the next add or delete is
+                # made to a copy of the list, not by a pass over every entry.
+                memo.positions = None if relisted else _Positions(
+                    key for key, e in memo.entries.items() if e.model is not None)
             memo.overlaid = False
             if keyed and changed_keys is None:
                 by_key = {m.key: m for m in memo.models}
@@ -691,22 +696,69 @@ def _same_or_new(last: tuple[T, ...], now: list[T]) -> tuple[T, ...]:
     if len(last) == len(now) and all(a is b for a, b in zip(last, now, strict=True)):
         return last
     return tuple(now)
-def _replaced_in_place(memo: _Parsed, dirty: Mapping[Key, bool], previous: Mapping[Key, _Entry | None]
-                       ) -> list[Any] | None:
-    """`memo.models` with the changed entries' new models in their places, when every change was in place
-    (no key added, deleted or moved) from one model to another (none unreadable before or after): a copy of
-    the list, not a pass over every entry. None otherwise (the lists are made afresh)."""
+def _patched(memo: _Parsed, dirty: Mapping[Key, bool], previous: Mapping[Key, _Entry | None]) -> list[Any] | None:
+    """`memo.models` with the changes made to a copy of it: a model changed in place replaced where it is,
+    an added one (at the end of the store) appended, a deleted one taken out. None (the lists are made
+    afresh) when an unreadable object is among the changes, an object gains or loses its model in place,
+    or the changes are many."""
+    if len(dirty) > max(64, len(memo.models) // 64):
+        return None
     for key, moved in dirty.items():
         old, new = previous.get(key), memo.entries.get(key)
-        if moved or old is None or new is None or old.model is None or new.model is None or old.bad or new.bad:
+        if (old is not None and old.bad) or (new is not None and new.bad):
+            return None
+        if not moved and (old is None or new is None or (old.model is None) != (new.model is None)):
             return None
     if memo.positions is None:
-        with_model = (key for key, entry in memo.entries.items() if entry.model is not None)
-        memo.positions = {key: index for index, key in enumerate(with_model)}
-    models = list(memo.models)
-    for key in dirty:
-        models[memo.positions[key]] = memo.entries[key].model
+        if any(dirty.values()):
+            return None  # where the deleted and moved models were is not known without a pass over all
+        memo.positions = _Positions(key for key, entry in memo.entries.items() if entry.model is not None)
+    positions, models = memo.positions, list(memo.models)
+    for key, moved in dirty.items():
+        old, new = previous.get(key), memo.entries.get(key)
+        if not moved:
+            if new is not None and new.model is not None:
+                models[positions.index(key)] = new.model
+            continue
+        if old is not None and old.model is not None:
+            del models[positions.remove(key)]
+        if new is not None and new.model is not None:
+            positions.add(key)
+            models.append(new.model)
+    if positions.worn:
+        memo.positions = None
     return models
+
+
+class _Positions:
+    """Each entry's index in a kind's `models`, kept through adds and deletes without renumbering: an entry
+    is given the next number when it enters, and its index is its number less the numbers deleted before it."""
+
+    __slots__ = ("_deleted", "_next", "_number")
+
+    def __init__(self, keys: Iterable[Key]) -> None:
+        self._number = {key: number for number, key in enumerate(keys)}
+        self._next = len(self._number)
+        self._deleted: list[int] = []  # sorted
+
+    @property
+    def worn(self) -> bool:
+        """Whether so many numbers were deleted that finding an index costs more than numbering afresh."""
+        return len(self._deleted) > WORN_AFTER
+
+    def index(self, key: Key) -> int:
+        number = self._number[key]
+        return number - bisect.bisect_left(self._deleted, number)
+
+    def add(self, key: Key) -> None:
+        self._number[key] = self._next
+        self._next += 1
+
+    def remove(self, key: Key) -> int:
+        """The entry's index before it is taken out."""
+        index = self.index(key)
+        bisect.insort(self._deleted, self._number.pop(key))
+        return index
 
 
 def _same_objects(before: tuple[object, ...], now: tuple[object, ...]) -> bool:

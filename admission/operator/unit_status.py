@@ -19,7 +19,7 @@ from typing import Any
 
 from admission.core.cycle import charging_inventory
 from admission.core.errors import DraqError
-from admission.core.models import ObjectRef
+from admission.core.models import Node, ObjectRef
 from admission.core.quota import (
     CompiledUnit,
     CounterSets,
@@ -57,14 +57,22 @@ class _Unit:
 
 
 class UnitStatusWriter:
+    """Writes the statuses after each pass. What they are computed from is kept while it is the same: a
+    unit's compiled form while its manifest is the same object, and its device figures while the unit, the
+    devices, the nodes and the counter sets are (a pass with nothing changed recounts nothing)."""
+
     def __init__(self, cache: OperatorCache, writer: Writer) -> None:
         self.cache = cache
         self.writer = writer
+        self._units: dict[str, tuple[Mapping[str, Any], _Unit]] = {}  # by name: the manifest compiled, its unit
+        self._counting: _Counting | None = None
 
     async def write(self, reading: Reading) -> None:
         now = self.writer.now()
-        units = [self._unit(m, reading.cycle.invalid) for m in self.cache.objects("QuotaUnit")]
-        counting = _Counting.of(reading)
+        units = [self._kept_unit(m, reading.cycle.invalid) for m in self.cache.objects("QuotaUnit")]
+        if len(self._units) > len(units):  # units deleted
+            self._units = {u.name: self._units[u.name] for u in units}
+        counting = self._counting = _Counting.of(reading, self._counting)
         for unit in units:
             status = counting.status(unit, now)
             if await self._write(f"QuotaUnit {unit.name}", unit.previous, status,
@@ -96,6 +104,17 @@ class UnitStatusWriter:
         await self._write(f"ClusterQueue {queue}", previous, body,
                           partial(self.writer.cluster_queue_status, queue, body))
 
+    def _kept_unit(self, manifest: Mapping[str, Any], invalid: Mapping[ObjectRef, str]) -> _Unit:
+        """`_unit`, compiled again only when the spec changed (not when only the status written last did)."""
+        name = str((manifest.get("metadata") or {}).get("name"))
+        kept = self._units.get(name)
+        if kept is None or (kept[0] is not manifest and kept[0].get("spec") != manifest.get("spec")):
+            kept = self._units[name] = (manifest, self._unit(manifest, {}))
+        compiled, problem = kept[1].compiled, kept[1].problem
+        if compiled is not None:
+            problem = invalid.get(ObjectRef("QuotaUnit", "", name))
+        return _Unit(name, compiled, problem, manifest)
+
     def _unit(self, manifest: Mapping[str, Any], invalid: Mapping[ObjectRef, str]) -> _Unit:
         """The unit compiled, with its problem: it does not compile, or (as the reading found) it fails on a device."""
         name = str((manifest.get("metadata") or {}).get("name"))
@@ -120,26 +139,41 @@ class UnitStatusWriter:
 
 @dataclass(frozen=True, slots=True)
 class _Counting:
-    """What every unit's status is computed from: one reading's devices, nodes and counter sets."""
+    """What every unit's status is computed from: one reading's devices, nodes and counter sets, and the
+    device figures computed from them by compiled unit (`figures`; handed on while they are the same)."""
 
-    reading: Reading
+    nodes: Mapping[str, Node]
+    slices: object  # the snapshot's slices by pool, which `counters` is made of
     inventory: Inventory
     counters: CounterSets
+    figures: dict[int, tuple[CompiledUnit, dict[str, Any]]]
 
     @staticmethod
-    def of(reading: Reading) -> _Counting:
+    def of(reading: Reading, last: _Counting | None = None) -> _Counting:
         snapshot = reading.cycle.snapshot
-        counters = pool_counter_sets(s for found in snapshot.inventory.slices_by_pool.values() for s in found)
-        return _Counting(reading, charging_inventory(snapshot, reading.cycle.gates), counters)
+        inventory = charging_inventory(snapshot, reading.cycle.gates)  # the same object while the devices are
+        slices = snapshot.inventory.slices_by_pool
+        if last is not None and last.slices is slices:
+            if last.nodes is snapshot.nodes and last.inventory is inventory:
+                return last
+            counters = last.counters
+        else:
+            counters = pool_counter_sets(s for found in slices.values() for s in found)
+        return _Counting(snapshot.nodes, slices, inventory, counters, {})
 
     def status(self, unit: _Unit, now: str) -> dict[str, Any]:
         if unit.compiled is None or unit.problem is not None:
             return self._invalid(unit, unit.problem or "", now)
-        nodes = self.reading.cycle.snapshot.nodes.values()
-        try:
-            status = quota_unit_status(unit.compiled, self.inventory, device_selected, nodes, self.counters)
-        except DraqError as err:  # a failure the reading did not see yet
-            return self._invalid(unit, str(err), now)
+        kept = self.figures.get(id(unit.compiled))
+        if kept is not None and kept[0] is unit.compiled:
+            status = kept[1]
+        else:
+            try:
+                status = quota_unit_status(unit.compiled, self.inventory, device_selected, self.nodes.values(),
+                                           self.counters)
+            except DraqError as err:  # a failure the reading did not see yet
+                return self._invalid(unit, str(err), now)
+            self.figures[id(unit.compiled)] = (unit.compiled, status)
         return {**status, "conditions": [quota_unit_ready(None, status, now, unit.previous.get("conditions") or ())]}
 
     @staticmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from admission.core.models._fields import Fields
+from admission.core.models._fields import Fields, empty_map
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +36,8 @@ class ObjectMeta:
     name: str
     namespace: str = ""
     uid: str = ""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=empty_map)
+    annotations: Mapping[str, str] = field(default_factory=empty_map)
     creation_timestamp: str = ""
     generation: int = 0
     controller: tuple[str, str] | None = None  # (kind, name) of the owner reference with controller: true

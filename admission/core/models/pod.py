@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from admission.core.models._fields import Fields
+from admission.core.models._fields import Fields, empty_map
 from admission.core.models.label_selector import LabelRequirement, LabelSelector, read_label_selector
 from admission.core.models.meta import Named, ObjectMeta, parse_meta
 from admission.core.models.node_selector import NodeSelector, parse_node_selector
@@ -43,8 +43,8 @@ _POLICIES = (HONOR, IGNORE)
 @dataclass(frozen=True, slots=True)
 class Container:
     name: str
-    requests: Mapping[str, Quantity] = field(default_factory=dict)
-    limits: Mapping[str, Quantity] = field(default_factory=dict)
+    requests: Mapping[str, Quantity] = field(default_factory=empty_map)
+    limits: Mapping[str, Quantity] = field(default_factory=empty_map)
     restart_policy: str = ""  # `Always` on an init container makes it a sidecar
 
     @property
@@ -56,8 +56,8 @@ class Container:
 class ResourceRequirements:
     """Pod-level `spec.resources` (PodLevelResources)."""
 
-    requests: Mapping[str, Quantity] = field(default_factory=dict)
-    limits: Mapping[str, Quantity] = field(default_factory=dict)
+    requests: Mapping[str, Quantity] = field(default_factory=empty_map)
+    limits: Mapping[str, Quantity] = field(default_factory=empty_map)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,14 +98,14 @@ class Pod(Named):
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
     node_name: str = ""
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=empty_map)
     scheduling_gates: tuple[str, ...] = ()
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
     phase: str = ""
     tolerations: tuple[Toleration, ...] = ()
     # spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
     node_affinity: NodeSelector | None = None
-    overhead: Mapping[str, Quantity] = field(default_factory=dict)
+    overhead: Mapping[str, Quantity] = field(default_factory=empty_map)
     resources: ResourceRequirements = field(default_factory=ResourceRequirements)
     # podAffinity and podAntiAffinity .requiredDuringSchedulingIgnoredDuringExecution (InterPodAffinity),
     # and the topologySpreadConstraints with whenUnsatisfiable DoNotSchedule (PodTopologySpread).
@@ -120,7 +120,7 @@ class Pod(Named):
     priority: int = 0
     # Entries matched to a PodGroup-level claim of the PodGroup the pod names (scheduling.k8s.io,
     # DRAWorkloadResourceClaims): entry name -> that claim. One claim serves the whole PodGroup.
-    pod_group_claims: Mapping[str, PodGroupClaim] = field(default_factory=dict)
+    pod_group_claims: Mapping[str, PodGroupClaim] = field(default_factory=empty_map)
 
     @property
     def uid(self) -> str:

@@ -186,16 +186,19 @@ class NodeUsage:
     Immutable: `plus` returns a new usage that shares everything but the one node it changes, so a
     search can keep one per branch cheaply. The pods added by `plus` with their labels and terms are
     kept too (`placed`: planned, not bound; the inter-pod filters count them), in a chain each usage
-    shares with the one it was made from.
+    shares with the one it was made from. A usage of pods (`of_pods`) also keeps the counted pods by node,
+    so that `updated` sums again only the nodes whose pods changed, from their own pods.
     """
 
-    __slots__ = ("_base", "_changed", "_placed", "placed_anti_affinity")
+    __slots__ = ("_base", "_by_node", "_changed", "_placed", "placed_anti_affinity")
 
     def __init__(self, base: Mapping[str, Mapping[str, int]] | None = None,
-                 changed: Mapping[str, Mapping[str, int]] | None = None, placed: _Chain | None = None) -> None:
+                 changed: Mapping[str, Mapping[str, int]] | None = None, placed: _Chain | None = None,
+                 by_node: Mapping[str, Mapping[str, Pod]] | None = None) -> None:
         self._base = base or {}
         self._changed = changed or {}
         self._placed = placed
+        self._by_node = by_node  # node -> pod key -> pod, of the pods counted in `_base` (None: not kept)
         # Whether a placed pod has required anti-affinity terms (then every pod's filters must look).
         self.placed_anti_affinity = placed is not None and placed.anti_affinity
 
@@ -244,37 +247,78 @@ class NodeUsage:
                 changed: set[str] | None = None) -> NodeUsage:
         """This usage of the pods `before` (no pods added by `plus`) made the usage of the pods `after`:
         the nodes of the pods that changed (`changed`, their keys; None: found by comparing) are summed
-        again, the others shared."""
+        again from their own pods, the others shared."""
         assert not self._changed, "only a usage of pods can be updated"
         if changed is None:
             changed = {key for key, pod in after.items() if before.get(key) is not pod}
             changed.update(key for key, pod in before.items() if after.get(key) is not pod)
-        nodes = {pod.node_name for key in changed for pod in (before.get(key), after.get(key))
-                 if pod is not None and pod.node_name}
-        if not nodes:
+        by_node = self._by_node
+        if by_node is None:  # not kept (a usage made by hand): sum the pods afresh
+            return NodeUsage.of_pods(after.values())
+        copies: dict[str, dict[str, Pod]] = {}
+        for key in changed:
+            old, new = before.get(key), after.get(key)
+            if old is new:
+                continue
+            if old is not None and _counted(old):
+                _pods_of(copies, by_node, old.node_name).pop(key, None)
+            if new is not None and _counted(new):
+                _pods_of(copies, by_node, new.node_name)[key] = new
+        if not copies:
             return self
-        base = dict(self._base)
-        resummed = NodeUsage.of_pods(p for p in after.values() if p.node_name in nodes)._base
-        for node in nodes:
-            if node in resummed:
-                base[node] = resummed[node]
+        base, nodes = dict(self._base), dict(by_node)
+        for node, pods in copies.items():
+            if pods:
+                base[node], nodes[node] = _sum(pods.values()), pods
             else:
                 base.pop(node, None)
-        return NodeUsage(base)
+                nodes.pop(node, None)
+        return NodeUsage(base, by_node=nodes)
 
     @staticmethod
     def of_pods(pods: Iterable[Pod]) -> NodeUsage:
         """What the pods bound to nodes take there; pods that have succeeded or failed take nothing."""
         by_node: dict[str, dict[str, int]] = {}
+        pods_by_node: dict[str, dict[str, Pod]] = {}
         with _REQUESTS.round() as requests_of:
             for pod in pods:
-                if not pod.node_name or pod.phase in TERMINAL_PHASES:
+                if not _counted(pod):
                     continue
-                used = by_node.setdefault(pod.node_name, {})
+                used = by_node.get(pod.node_name)
+                if used is None:
+                    used = by_node[pod.node_name] = {}
+                    pods_by_node[pod.node_name] = {}
+                pods_by_node[pod.node_name][pod.key] = pod
                 for name, amount in requests_of(pod).items():
                     used[name] = used.get(name, 0) + amount
                 used[PODS] = used.get(PODS, 0) + 1
-        return NodeUsage(by_node)
+        return NodeUsage(by_node, by_node=pods_by_node)
+
+
+def _counted(pod: Pod) -> bool:
+    """Whether the pod takes room on a node: bound there and neither succeeded nor failed."""
+    return bool(pod.node_name) and pod.phase not in TERMINAL_PHASES
+
+
+def _pods_of(copies: dict[str, dict[str, Pod]], by_node: Mapping[str, Mapping[str, Pod]],
+             node: str) -> dict[str, Pod]:
+    """The pods on `node` in `copies`, copied there from `by_node` the first time (copy-on-write)."""
+    found = copies.get(node)
+    if found is None:
+        found = copies[node] = dict(by_node.get(node, _NO_PODS))
+    return found
+
+
+def _sum(pods: Iterable[Pod]) -> dict[str, int]:
+    used: dict[str, int] = {}
+    for pod in pods:
+        for name, amount in _REQUESTS.amounts(pod).items():
+            used[name] = used.get(name, 0) + amount
+        used[PODS] = used.get(PODS, 0) + 1
+    return used
+
+
+_NO_PODS: Mapping[str, Pod] = {}
 
 
 class _RequestsMemo:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ from admission.core.models import (
 )
 from admission.core.quantity import parse_quantity
 from admission.core.semver import parse_semver
-from tests.support.builders import DRIVER, exactly, pod, resource_slice, template
+from tests.support.builders import DRIVER, exactly, model, pod, resource_slice, template
 
 
 def slice_manifest(devices: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
@@ -148,3 +150,13 @@ def test_unknown_kinds_are_rejected_or_skipped() -> None:
         parse_object(deployment)
     assert "unsupported object apps/v1 Deployment" in str(caught.value)
     assert parse_objects([deployment], skip_unsupported=True) == []
+
+
+def test_absent_maps_share_one_empty_mapping_that_refuses_changes() -> None:
+    first, second = model(pod("a", node="n1")), model(pod("b", node="n1", requests={"cpu": "1"}))
+    assert isinstance(first, Pod) and isinstance(second, Pod)
+    assert first.node_selector is second.node_selector is first.overhead is first.meta.annotations
+    assert first.node_selector == {} and copy.deepcopy(first) == first and json.dumps(first.overhead) == "{}"
+    with pytest.raises(TypeError, match="shared and cannot be changed"):
+        first.overhead["cpu"] = second.containers[0].requests["cpu"]  # type: ignore[index]
+    assert second.containers[0].requests != {}  # a map that is there is the pod's own

@@ -5,9 +5,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from admission.core.models import Node, Pod
 from admission.core.nodefit import NodeFacts, NodeFitIndex, NodeUsage, PodFit, resource_reasons, static_reason
 from tests.support.builders import (
+    NAMESPACE,
     container,
     device_class,
     model,
@@ -166,3 +170,41 @@ def test_minus_all_is_minus_pod_by_pod() -> None:
         at_once = usage.minus_all(pods)
         assert all(at_once.on(f"n{i}") == one_by_one.on(f"n{i}") for i in range(4))
         assert usage.on("n1") == base["n1"]  # the usage it was made from is unchanged
+
+
+_POD_STATES = st.tuples(st.sampled_from([None, "n0", "n1", "n2"]), st.sampled_from(["Running", "Pending", "Succeeded"]),
+                        st.sampled_from(["1", "2", "500m"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 7), st.none() | _POD_STATES), min_size=1, max_size=4),
+                min_size=1, max_size=12),
+       st.booleans())
+def test_updated_usage_is_the_usage_summed_afresh(steps: list[list[tuple[int, Any]]], keys_given: bool) -> None:
+    """Random changes (a pod added, moved, finished, resized or deleted): the usage kept by node, pod by pod,
+    is the one summed over every pod, and the usages it was made from are unchanged."""
+    def bound(index: int, node_name: str | None, phase: str, cpu: str) -> Pod:
+        parsed = model(pod(f"p{index}", node=node_name, phase=phase, requests={"cpu": cpu}))
+        assert isinstance(parsed, Pod)
+        return parsed
+
+    nodes = ("n0", "n1", "n2")
+    pods: dict[str, Pod] = {}
+    usage = NodeUsage.of_pods(pods.values())
+    history: list[tuple[NodeUsage, dict[str, dict[str, int]]]] = []
+    for step in steps:
+        after = dict(pods)
+        for index, state in step:
+            key = f"{NAMESPACE}/p{index}"
+            if state is None:
+                after.pop(key, None)
+            else:
+                after[key] = bound(index, *state)
+        changed = {key for key in pods.keys() | after.keys() if pods.get(key) is not after.get(key)}
+        usage = usage.updated(pods, after, changed if keys_given else None)
+        fresh = NodeUsage.of_pods(after.values())
+        assert {n: dict(usage.on(n)) for n in nodes} == {n: dict(fresh.on(n)) for n in nodes}
+        history.append((usage, {n: dict(usage.on(n)) for n in nodes}))
+        pods = after
+    for earlier, seen in history:
+        assert {n: dict(earlier.on(n)) for n in nodes} == seen

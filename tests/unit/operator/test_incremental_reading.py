@@ -14,6 +14,7 @@ from admission.core.allocator import Allocator
 from admission.core.cycle import charging_inventory, run_cycle
 from admission.core.features import gates_for
 from admission.core.quota import seal_record
+from admission.operator import reading
 from admission.operator.cache import OperatorCache
 from admission.operator.reading import CacheReader, Reading
 from tests.support.builders import (
@@ -228,3 +229,33 @@ def _assumed(cache: Cache, rng: random.Random) -> dict[str, Any]:
     chosen["metadata"]["resourceVersion"] = str(cache.version)
     chosen["spec"]["schedulingGates"] = []
     return chosen
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_models_kept_through_adds_and_deletes_are_the_models_listed_afresh(seed: int,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adds, deletes and changes in place, a few at a time: each kind's models, made by changing a copy of the
+    last list, are in the order a fresh reading lists them (also once the positions were numbered afresh)."""
+    monkeypatch.setattr(reading, "WORN_AFTER", 5)
+    rng = random.Random(seed)
+    clock = FakeClock()
+    cache = Cache(clock)
+    reader = CacheReader(cache, GATES, clock)  # type: ignore[arg-type]
+    steps = [
+        lambda: cache.put(pod(f"web-{rng.randrange(30)}", "apps", node=f"n{rng.randrange(4)}",
+                              requests={"cpu": str(rng.randrange(1, 6))})),
+        lambda: cache.delete("Pod", "apps", f"web-{rng.randrange(30)}"),
+        lambda: cache.put(node(f"n{rng.randrange(12)}", {"zone": str(rng.randrange(3))})),
+        lambda: cache.delete("Node", "", f"n{rng.randrange(12)}"),
+    ]
+    for _ in range(150):
+        for _ in range(rng.randrange(1, 4)):
+            steps[rng.randrange(len(steps))]()
+        reader.read()
+        listed = CacheReader(cache, GATES, clock)  # type: ignore[arg-type]
+        saved = {kind: (r.relisted, dict(r.dirty)) for kind, r in cache.reflectors.items()}
+        listed.read()
+        for kind, (relisted, dirty) in saved.items():
+            cache.reflectors[kind].relisted, cache.reflectors[kind].dirty = relisted, dirty
+        for kind in ("Pod", "Node"):
+            assert reader._parsed[kind].models == listed._parsed[kind].models

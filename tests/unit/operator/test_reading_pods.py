@@ -4,6 +4,7 @@ are group members, and a pod already running on a node takes its room from a gro
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from admission.core.labels import GATE
@@ -37,6 +38,16 @@ def test_other_pods_keep_what_the_node_filters_read() -> None:
         "containers": [{"name": "main", "resources": {"requests": {"cpu": "2"}}}],
         "initContainers": [{"name": "proxy", "resources": {"requests": {"cpu": "1"}}, "restartPolicy": "Always"}]}
     assert projected["status"] == {"phase": "Running"}
+
+
+def test_other_pods_of_separately_decoded_answers_share_their_repeated_strings() -> None:
+    first, second = (PROJECT_POD(json.loads(json.dumps(full_pod(app="web")))) for _ in range(2))
+    assert first == second
+    assert first["spec"]["nodeName"] is second["spec"]["nodeName"]
+    assert first["metadata"]["labels"]["app"] is second["metadata"]["labels"]["app"]
+    assert first["spec"]["containers"][0]["resources"]["requests"]["cpu"] is \
+        second["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+    assert first["status"]["phase"] is second["status"]["phase"]
 
 
 def test_managed_pods_stay_whole_less_managed_fields() -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+from pytest import MonkeyPatch
+
 from admission.core.labels import API_VERSION
+from admission.operator import unit_status
 from tests.support.builders import cluster_queue, pod_group, quota, quota_unit
 from tests.support.fake_api import FakeApi
-from tests.unit.cycle.cycle_builders import NS
+from tests.unit.cycle.cycle_builders import NS, gpu_node
 
 from .operator_world import cluster, started
 
@@ -126,6 +129,34 @@ def test_a_queue_that_does_not_parse_or_whose_usage_is_unknown_is_not_active() -
         ((main,),) = queue_conditions(api, "main")
         assert (main["status"], main["reason"]) == ("False", "UsageUnknown")
         assert "PodGroup team/held records an admission that cannot be read" in main["message"]
+        await operator.cache.stop()
+
+    asyncio.run(go())
+
+
+def test_unit_figures_are_counted_again_only_when_the_devices_or_nodes_change(monkeypatch: MonkeyPatch) -> None:
+    counted: list[str] = []
+    real = unit_status.quota_unit_status
+
+    def counting(unit, *args, **kwargs):  # type: ignore[no-untyped-def]
+        counted.append(unit.name)
+        return real(unit, *args, **kwargs)
+
+    monkeypatch.setattr(unit_status, "quota_unit_status", counting)
+
+    async def go() -> None:
+        api = cluster(nodes=1)
+        operator = await started(api)
+        await operator.reconcile()
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        await operator.reconcile()
+        assert counted == ["gpus"]  # nothing changed since the first count but the status written
+        api.add(*gpu_node("node-1"))
+        await asyncio.sleep(0.05)
+        await operator.reconcile()
+        assert counted == ["gpus", "gpus"]
+        assert unit_writes(api, "gpus")[-1]["matchingDevices"] == 8
         await operator.cache.stop()
 
     asyncio.run(go())
