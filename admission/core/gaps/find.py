@@ -59,9 +59,11 @@ def _charge_gaps(data: GapInput, inventory: Inventory) -> list[Gap]:
     # Only running groups can be corrected (`charge_corrections`), and a group's view is made from its own
     # pods and PodGroup alone: the others, pending by the thousand, are not collected.
     running = [g for g in data.pod_groups if g.phase is Phase.RUNNING]
-    keys = {g.key for g in running}
+    if not running:
+        return []
+    keys = {(g.namespace, g.name) for g in running}
     managed = [p for p in data.snapshot.pods.values()
-               if is_managed(p) and f"{p.namespace}/{p.labels[GROUP_LABEL]}" in keys]
+               if (p.namespace, p.labels.get(GROUP_LABEL)) in keys and is_managed(p)]
     groups = {g.key: g for g in collect_groups(managed, running)}
     corrections = charge_corrections(groups.values(), data.snapshot.claims, data.snapshot.templates, data.units,
                                      inventory, data.matches)
