@@ -28,10 +28,11 @@ def find_gaps(data: GapInput) -> GapReport:
     """Every account (held vs charged per namespace, ClusterQueue and unit; native quota per resource)
     and every gap, sorted by kind, namespace, queue, node and measure."""
     inventory = charging_inventory(data.snapshot, data.gates)
-    holdings = find_holdings(data, inventory)
+    placer = Placer(data.namespace_labels, data.local_queues, data.pod_groups)
+    holdings = find_holdings(data, inventory, placer)
     offers = DoubleOffers(data)
     native, counts, native_notes = native_accounts(data, NativeView(data, holdings))
-    gaps = [*_charge_gaps(data, inventory), *_held_without_charge(data, holdings), *_uncounted(data),
+    gaps = [*_charge_gaps(data, inventory), *_held_without_charge(data, holdings), *_uncounted(data, placer),
             *_extended_via_dra(data, holdings), *offers.gaps(), *counts, *limit_gaps(data)]
     gaps.sort(key=lambda g: (list(GapKind).index(g.kind), g.namespace, g.cluster_queue, g.node, g.measure, g.message))
     notes = (*data.notes, *holdings.notes, *offers.notes, *native_notes)
@@ -131,8 +132,7 @@ def _held_gap(kind: GapKind, namespace: str, queue: str, unit: str, entry: _Held
 
 
 # ----- UncountedExtendedResource ------------------------------------------------------------------
-def _uncounted(data: GapInput) -> list[Gap]:
-    placer = Placer(data.namespace_labels, data.local_queues, data.pod_groups)
+def _uncounted(data: GapInput, placer: Placer) -> list[Gap]:
     classes = tuple(data.snapshot.inventory.classes.values())
     requesting = []  # the live pods that request an extended resource no unit counts, and those resources
     for pod in data.snapshot.pods.values():
