@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from admission.core.cycle.extended import extended_claims_of
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import PendingClaim, planned_allocation, unallocated_claims
 from admission.core.models import AllocationResult, ResourceClaim, ResourceClaimTemplate
@@ -25,7 +26,6 @@ from admission.core.quota import (
     Unchargeable,
     charge_group,
     charge_status,
-    extended_claims,
     reconcile,
     reconciliation_status,
 )
@@ -133,7 +133,7 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
     extended resources are found once for all the groups, not once per member.
     """
     corrections = []
-    extended: dict[tuple[str, str], ResourceClaim] | None = None
+    extended: Mapping[tuple[str, str], ResourceClaim] | None = None
     for group in groups:
         pod_group = group.pod_group
         if pod_group is None or pod_group.phase is not Phase.RUNNING:
@@ -142,7 +142,7 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
         if not live:
             continue  # the group is finishing: its charge is released as a whole
         if extended is None:
-            extended = extended_claims(claims.values())
+            extended = extended_claims_of(claims)
         try:
             allocated = charge_group(GroupObjects(live, claims, templates, extended), units, inventory, matches,
                                      allocated_only=True)
