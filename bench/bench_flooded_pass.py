@@ -14,13 +14,18 @@ reading walks the members' owner chains. The operator runs on
 an injected clock that moves only between passes, so the metrics' time budget never skips a computation: every
 pass here pays for the figures and the gap report, the worst case of a real operator.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_flooded_pass.py [--groups 6000] [--runs 7] [--running 30]
+    PYTHONPATH=. .venv/bin/python bench/bench_flooded_pass.py [--groups 6000] [--runs 7] [--running 30] \
+        [--decisions FILE]
+
+`--decisions FILE` writes every timed pass's decisions (group, kind, reason, message), idle and flooded, as JSON
+lines: two versions of the code compared on the same passes (`diff`) decide the same when the files are equal.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -121,7 +126,21 @@ async def timed_pass(operator: Operator, clock: FakeClock, stages: Stages | None
     return seconds
 
 
-async def measure(groups: int, runs: int, running: int) -> dict[str, list[float]]:
+def recording(operator: Operator, record: list[list[tuple[str, str, str, str]]]) -> None:
+    """Each of the operator's decisions from now on appended to `record`, one list per cycle."""
+    decide = operator._decide
+
+    async def recorded(cycle: CycleInput) -> CycleResult:
+        result = await decide(cycle)
+        record.append(sorted((d.group, type(d).__name__, str(getattr(d, "reason", "")), getattr(d, "message", ""))
+                             for d in result.decisions))
+        return result
+
+    operator._decide = recorded  # type: ignore[method-assign]
+
+
+async def measure(groups: int, runs: int, running: int,
+                  record: list[list[tuple[str, str, str, str]]] | None = None) -> dict[str, list[float]]:
     api = tenant_cluster()
     clock = FakeClock()
     operator = await started(api, clock, owners=True)
@@ -134,6 +153,8 @@ async def measure(groups: int, runs: int, running: int) -> dict[str, list[float]
     quiet: list[float] = []
     admitting: list[float] = []
     stages = Stages(operator)
+    if record is not None:
+        recording(operator, record)
     echo: list[float] = []
     for run in range(runs):
         quiet.append(await timed_pass(operator, clock, stages, QUIET))
@@ -159,9 +180,14 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=6000, help="abandoned groups in the flood")
     parser.add_argument("--runs", type=int, default=7, help="tenant groups admitted, one pass each")
     parser.add_argument("--running", type=int, default=30, help="tenant groups running before the flood")
+    parser.add_argument("--decisions", help="write each timed pass's decisions to this file (JSON lines)")
     args = parser.parse_args()
-    idle = asyncio.run(measure(0, args.runs, args.running))
-    flooded = asyncio.run(measure(args.groups, args.runs, args.running))
+    record: list[list[tuple[str, str, str, str]]] | None = [] if args.decisions else None
+    idle = asyncio.run(measure(0, args.runs, args.running, record))
+    flooded = asyncio.run(measure(args.groups, args.runs, args.running, record))
+    if args.decisions and record is not None:
+        with open(args.decisions, "w", encoding="utf-8") as out:
+            out.writelines(json.dumps(decisions) + "\n" for decisions in record)
     print(f"pass of the operator (CPU time), idle cluster vs {args.groups} abandoned groups, {args.running} tenant "
           f"groups running, {args.runs} passes each")
     for what in (QUIET, ADMITTING, ECHO):

@@ -116,6 +116,15 @@ def _write_order(decision: GroupDecision) -> int:
     return 0 if isinstance(decision, (Admit, Extend)) else 1
 
 
+def _in_write_order(decisions: tuple[GroupDecision, ...]) -> list[GroupDecision]:
+    """Admissions and extensions first, the rest after them, each part in the cycle's order: what a stable sort
+    by `_write_order` gives, without a key call per waiting group."""
+    first = [d for d in decisions if isinstance(d, (Admit, Extend))]
+    if not first:
+        return list(decisions)
+    return first + [d for d in decisions if not isinstance(d, (Admit, Extend))]
+
+
 class Operator:
     def __init__(self, settings: OperatorSettings, api: Client | None = None, clock: Clock = SYSTEM_CLOCK,
                  registry: CollectorRegistry | None = None) -> None:
@@ -361,7 +370,7 @@ class Operator:
         said_before, said = self._said_waits, {}
         try:
             async with asyncio.TaskGroup() as writing:
-                for decision in sorted(result.decisions, key=_write_order):
+                for decision in _in_write_order(result.decisions):
                     if said_before.get(id(decision)) is decision:  # the same Wait the last pass found said
                         said[id(decision)] = decision
                     elif not self._already_said(decision, groups[decision.group]):

@@ -23,6 +23,7 @@ from admission.kube.clock import SYSTEM_CLOCK, Clock
 from admission.kube.paths import InvalidName, Resource
 from admission.kube.reflector import Key, Reflector, metadata
 from admission.kube.watches import SHARED, ReflectorSet, Watch, owner_table, table
+from admission.webhook.pending import PendingTally, pending_counts
 from admission.webhook.started import StartedGroups
 
 log = logging.getLogger(__name__)
@@ -75,23 +76,12 @@ The enabled workload kinds are watched too (`owner_watches`)."""
 OWNER_RESOURCES = {resource.kind: resource for resource in (kinds.DAEMON_SETS, kinds.STATEFUL_SETS,
                                                              kinds.REPLICA_SETS, kinds.JOBS)}
 """The controller kinds a pod's owner exemption may name: read live (Jobs: from the cache) to verify the uid."""
-PENDING_PHASES = frozenset({"Pending", "Evicted"})
 
 
 def owner_watches(resources: Iterable[Resource]) -> tuple[Watch, ...]:
     """Watches of the enabled workload kinds: Jobs' sizes, the other gang kinds' specs (their declared
     sizes), and of the kinds that group per pod only labels and owners."""
     return owner_table(resources, lambda r: _job_size if r.kind == "Job" else _with_spec, _metadata_only)
-
-
-def pending_counts(pod_groups: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], int]:
-    """Pending PodGroups by namespace and LocalQueue."""
-    counts: dict[tuple[str, str], int] = {}
-    for group in pod_groups:
-        if group["status"].get("phase") in PENDING_PHASES:
-            key = (group["metadata"].get("namespace") or "", group["spec"].get("queue") or "")
-            counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def _started_pod_group(namespace: str, name: str, queue: str) -> dict[str, Any]:
@@ -201,7 +191,8 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
         self._miss_memory = miss_memory
         self._clock = clock
         self.started = StartedGroups(clock)
-        self._pending: tuple[int, dict[tuple[str, str], int]] = (-1, {})  # by the PodGroups' store generation
+        pod_groups = self.reflectors.get("PodGroup")
+        self._pending = PendingTally(pod_groups) if pod_groups is not None else None
 
     def stores(self, kind: str) -> Mapping[Key, dict[str, Any]]:
         reflector = self.reflectors.get(kind)
@@ -214,16 +205,11 @@ class WebhookCache(_Stores, ReflectorSet[Reflector]):
         return self.stores(kind).values()
 
     def _live_pending(self, namespace: str, local_queue: str) -> int:
-        """Counted once per change of the PodGroups' store, not once per review: a flood of pods asks for
-        every one of them."""
-        reflector = self.reflectors.get("PodGroup")
-        if reflector is None:
+        """Kept from the PodGroups' store changes, not counted per review: a flood of pods asks for every one
+        of them, and a flood's status writes change the store between them."""
+        if self._pending is None:
             return 0
-        generation, counts = self._pending
-        if generation != reflector.generation:
-            counts = pending_counts(reflector.store.values())
-            self._pending = (reflector.generation, counts)
-        return counts.get((namespace, local_queue), 0)
+        return self._pending.current().get((namespace, local_queue), 0)
 
     def _started(self) -> StartedGroups:
         return self.started

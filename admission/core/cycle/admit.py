@@ -25,6 +25,7 @@ from admission.core.allocator import (
     members_for,
     place_gang,
 )
+from admission.core.cycle.extended import extended_claims_of
 from admission.core.cycle.groups import GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.late import extend, late_members
@@ -72,7 +73,6 @@ from admission.core.quota import (
     QueueState,
     Unchargeable,
     charge_group,
-    extended_claims,
 )
 from admission.core.quota.fairshare import dominant_share
 
@@ -114,7 +114,7 @@ def run_cycle(cycle: CycleInput) -> CycleResult:
     unfit = _Unfit()
     idle = KnownUnfit()  # the same on the empty cluster, for every group of the cycle (`never_fits`)
     shapes = Shapes()  # what the gangs of one shape are charged (`never.Shapes`)
-    extended = extended_claims(cycle.snapshot.claims.values())
+    extended = extended_claims_of(cycle.snapshot.claims)
     parking = None
     parked: dict[str, ParkedWait] = {}
     if cycle.parking is not None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from admission.core.cycle.extended import extended_claims_of
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.plans import PendingClaim, planned_allocation, unallocated_claims
 from admission.core.models import AllocationResult, ResourceClaim, ResourceClaimTemplate
@@ -25,7 +26,6 @@ from admission.core.quota import (
     Unchargeable,
     charge_group,
     charge_status,
-    extended_claims,
     reconcile,
     reconciliation_status,
 )
@@ -62,6 +62,8 @@ def rebuild_state(queues: Iterable[ClusterQueue], groups: Iterable[GroupView],
     """
     state = QueueState.empty(queues)
     for group in groups:
+        if not group.holds_quota and (group.pod_group is not None or group.last_sealed is None):
+            continue  # the view's precomputed answer: thousands of waiting groups cost one field read each
         pod_group = group.counted_record
         if pod_group is None or not pod_group.holds_quota:
             continue
@@ -85,7 +87,7 @@ def pending_claims(groups: Iterable[GroupView], claims: Mapping[str, ResourceCla
     pending: list[PendingClaim] = []
     for group in groups:
         pod_group = group.pod_group
-        if pod_group is not None and pod_group.holds_quota:
+        if group.holds_quota and pod_group is not None:
             pending.extend(unallocated_claims(pod_group.plan, group.pods, claims, group.namespace,
                                               pod_group.phase is Phase.RUNNING))
     return tuple(pending)
@@ -131,7 +133,7 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
     extended resources are found once for all the groups, not once per member.
     """
     corrections = []
-    extended: dict[tuple[str, str], ResourceClaim] | None = None
+    extended: Mapping[tuple[str, str], ResourceClaim] | None = None
     for group in groups:
         pod_group = group.pod_group
         if pod_group is None or pod_group.phase is not Phase.RUNNING:
@@ -140,7 +142,7 @@ def charge_corrections(groups: Iterable[GroupView], claims: Mapping[str, Resourc
         if not live:
             continue  # the group is finishing: its charge is released as a whole
         if extended is None:
-            extended = extended_claims(claims.values())
+            extended = extended_claims_of(claims)
         try:
             allocated = charge_group(GroupObjects(live, claims, templates, extended), units, inventory, matches,
                                      allocated_only=True)

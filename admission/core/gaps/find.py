@@ -28,10 +28,11 @@ def find_gaps(data: GapInput) -> GapReport:
     """Every account (held vs charged per namespace, ClusterQueue and unit; native quota per resource)
     and every gap, sorted by kind, namespace, queue, node and measure."""
     inventory = charging_inventory(data.snapshot, data.gates)
-    holdings = find_holdings(data, inventory)
+    placer = Placer(data.namespace_labels, data.local_queues, data.pod_groups)
+    holdings = find_holdings(data, inventory, placer)
     offers = DoubleOffers(data)
     native, counts, native_notes = native_accounts(data, NativeView(data, holdings))
-    gaps = [*_charge_gaps(data, inventory), *_held_without_charge(data, holdings), *_uncounted(data),
+    gaps = [*_charge_gaps(data, inventory), *_held_without_charge(data, holdings), *_uncounted(data, placer),
             *_extended_via_dra(data, holdings), *offers.gaps(), *counts, *limit_gaps(data)]
     gaps.sort(key=lambda g: (list(GapKind).index(g.kind), g.namespace, g.cluster_queue, g.node, g.measure, g.message))
     notes = (*data.notes, *holdings.notes, *offers.notes, *native_notes)
@@ -59,9 +60,11 @@ def _charge_gaps(data: GapInput, inventory: Inventory) -> list[Gap]:
     # Only running groups can be corrected (`charge_corrections`), and a group's view is made from its own
     # pods and PodGroup alone: the others, pending by the thousand, are not collected.
     running = [g for g in data.pod_groups if g.phase is Phase.RUNNING]
-    keys = {g.key for g in running}
+    if not running:
+        return []
+    keys = {(g.namespace, g.name) for g in running}
     managed = [p for p in data.snapshot.pods.values()
-               if is_managed(p) and f"{p.namespace}/{p.labels[GROUP_LABEL]}" in keys]
+               if (p.namespace, p.labels.get(GROUP_LABEL)) in keys and is_managed(p)]
     groups = {g.key: g for g in collect_groups(managed, running)}
     corrections = charge_corrections(groups.values(), data.snapshot.claims, data.snapshot.templates, data.units,
                                      inventory, data.matches)
@@ -129,8 +132,7 @@ def _held_gap(kind: GapKind, namespace: str, queue: str, unit: str, entry: _Held
 
 
 # ----- UncountedExtendedResource ------------------------------------------------------------------
-def _uncounted(data: GapInput) -> list[Gap]:
-    placer = Placer(data.namespace_labels, data.local_queues, data.pod_groups)
+def _uncounted(data: GapInput, placer: Placer) -> list[Gap]:
     classes = tuple(data.snapshot.inventory.classes.values())
     requesting = []  # the live pods that request an extended resource no unit counts, and those resources
     for pod in data.snapshot.pods.values():

@@ -49,9 +49,10 @@ class Holdings:
     notes: tuple[str, ...] = ()
 
 
-def find_holdings(data: GapInput, inventory: Inventory) -> Holdings:
-    """Every allocated claim and every bound, live pod's device-plugin (and, in queues, core) requests."""
-    finder = _Finder(data, inventory)
+def find_holdings(data: GapInput, inventory: Inventory, placer: Placer | None = None) -> Holdings:
+    """Every allocated claim and every bound, live pod's device-plugin (and, in queues, core) requests.
+    `placer`: the report's own, when it places pods elsewhere too (its index of records is made once)."""
+    finder = _Finder(data, inventory, placer)
     items = [finder.claim(c) for c in data.snapshot.claims.values() if c.allocation is not None]
     items += [h for pod in data.snapshot.pods.values() if (h := finder.pod(pod)) is not None]
     return Holdings(tuple(items), tuple(finder.notes))
@@ -61,10 +62,11 @@ def find_holdings(data: GapInput, inventory: Inventory) -> Holdings:
 class _Finder:
     data: GapInput
     inventory: Inventory
+    given: Placer | None = None
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.placer = Placer(self.data.namespace_labels, self.data.local_queues, self.data.pod_groups)
+        self.placer = self.given or Placer(self.data.namespace_labels, self.data.local_queues, self.data.pod_groups)
 
     def place(self, pod: Pod) -> PodPlace:
         return self.placer.place(pod)

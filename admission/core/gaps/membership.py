@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 
 from admission.core.labels import (
     ALLOW_OFF_QUEUE,
@@ -99,7 +100,12 @@ class Placer:
                  pod_groups: Iterable[PodGroup]) -> None:
         self.namespace_labels = namespace_labels
         self.local_queues = local_queues
-        self.pod_groups = {g.key: g for g in pod_groups}
+        self._pod_groups = pod_groups
+
+    @cached_property
+    def pod_groups(self) -> dict[str, PodGroup]:
+        """By key, made at the first `place`: a report that places no pod never indexes a flood's records."""
+        return {g.key: g for g in self._pod_groups}
 
     def place(self, pod: Pod) -> PodPlace:
         return place_of(pod, self.namespace_labels, self.local_queues, self.pod_groups)

@@ -10,7 +10,7 @@ from typing import Any
 from admission.core.labels import MANAGED_LABEL
 from admission.core.review import GatingPolicy, validate
 from admission.core.review.envelope import parse_review
-from admission.webhook.cache import WEBHOOK_RESOURCES, WebhookCache
+from admission.webhook.cache import WebhookCache
 from admission.webhook.handlers import AdmissionHandlers
 from admission.webhook.started import STARTED_MEMORY_SECONDS
 from tests.support import builders as manifests
@@ -24,10 +24,7 @@ POLICY = GatingPolicy(max_pending_groups=CAP)
 
 
 def _put(cache: WebhookCache, kind: str, obj: dict[str, Any]) -> None:
-    [project] = [p for resource, p in WEBHOOK_RESOURCES if resource.kind == kind]
-    meta = obj["metadata"]
-    cache.reflectors[kind].store[(meta.get("namespace", ""), meta["name"])] = project(obj)
-    cache.reflectors[kind].generation += 1
+    cache.reflectors[kind].apply_event("ADDED", obj)  # as a watch event stores it
 
 
 def _cache(clock: FakeClock) -> WebhookCache:

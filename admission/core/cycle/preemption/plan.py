@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from admission.core.allocator import Allocator, members_for
+from admission.core.cycle.extended import extended_claims_of
 from admission.core.cycle.groups import TERMINAL_PHASES, GroupView
 from admission.core.cycle.inventory import charging_inventory
 from admission.core.cycle.nodes import promised_pods, with_pods
@@ -36,7 +37,6 @@ from admission.core.quota import (
     Phase,
     Placement,
     charge_group,
-    extended_claims,
     suspended_status,
 )
 
@@ -60,7 +60,7 @@ def plan_preemptions(cycle: CycleInput, result: CycleResult) -> Preemptions:
     inventory = charging_inventory(snapshot, cycle.gates)
     nodes = nodes_after(cycle, result)
     held = holdings(cycle.groups, snapshot.claims, state)
-    extended = extended_claims(snapshot.claims.values())  # once, not per charge of a placement tried
+    extended = extended_claims_of(snapshot.claims)  # once, not per charge of a placement tried
     taken: set[str] = set()
     preempts: list[Preempt] = []
     waits: dict[str, Wait] = {}
