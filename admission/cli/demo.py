@@ -163,14 +163,14 @@ def _start_standins(plane: Any) -> Any:
 
 def start_draq(plane: Any, version: str | None) -> subprocess.Popen[bytes]:
     from admission.localcluster import standins
-    from admission.localcluster.controlplane import free_port
+    from admission.localcluster.controlplane import free_ports
 
     # The workload CRDs before draq starts: it watches only the kinds served when it starts.
     plane.kubectl("apply", "-f", str(REPO / "crds"), *(f"--filename={p}" for p in standins.crd_files()))
     _wait_for_crds(plane)
     plane.kubectl("create", "namespace", "draq-system")
     kubeconfig = _service_account_kubeconfig(plane)
-    port, metrics_port = free_port(), free_port()
+    port, metrics_port = free_ports(2)
     log = plane.logs_dir / "draq.log"
     argv = [sys.executable, "-m", "admission.cli.main", "run", "--no-leader-election",
             "--webhook-host", "127.0.0.1", "--webhook-port", str(port),

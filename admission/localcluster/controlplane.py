@@ -22,7 +22,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,18 +114,33 @@ class Ports:
 _LISTEN_PORTS = range(20000, 32000)
 
 
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on now, outside the range outgoing connections use."""
+def free_port(taken: Collection[int] = ()) -> int:
+    """A port on 127.0.0.1 that nothing listens on now, outside the range outgoing connections use, and not
+    one of `taken` (chosen for a process that has not started yet)."""
     for port in random.sample(_LISTEN_PORTS, 64):
+        if port in taken:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    with socket.socket() as s:  # all taken: let the kernel choose
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    while True:  # all taken: let the kernel choose
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in taken:
+            return port
+
+
+def free_ports(count: int, taken: Collection[int] = ()) -> list[int]:
+    """`count` different free ports (`free_port`): ports chosen one by one for processes started later could
+    otherwise be the same one twice (etcd and the controller-manager were once given the same port)."""
+    chosen: list[int] = []
+    for _ in range(count):
+        chosen.append(free_port({*taken, *chosen}))
+    return chosen
 
 
 def ensure_port_free(port: int, component: str) -> None:
@@ -140,7 +155,9 @@ def ensure_port_free(port: int, component: str) -> None:
 
 
 def allocate_ports(apiserver_port: int | None = None) -> Ports:
-    ports = Ports(free_port(), free_port(), apiserver_port or free_port(), free_port(), free_port())
+    etcd_client, etcd_peer, apiserver, controller_manager, scheduler = free_ports(
+        5, taken=(apiserver_port,) if apiserver_port else ())
+    ports = Ports(etcd_client, etcd_peer, apiserver_port or apiserver, controller_manager, scheduler)
     if apiserver_port:
         ensure_port_free(apiserver_port, "kube-apiserver")
     return ports

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from admission.localcluster import controllers, standins
-from admission.localcluster.controlplane import ControlPlane, ControlPlaneError, free_port
+from admission.localcluster.controlplane import ControlPlane, ControlPlaneError, free_ports
 
 ESTABLISH_TIMEOUT = 60.0
 
@@ -36,7 +36,7 @@ class WorkloadControllers:
             controllers.training_operator_prerequisites()))
         controllers.mount_training_certificates()
         for name, paths in built.items():
-            ports = [free_port(), free_port(), free_port()]
+            ports = free_ports(3)
             self.processes[name] = controllers.start(paths, self.plane.kubeconfig, ports, self.log_dir / f"{name}.log")
         self.standins.start()
         return self
