@@ -108,18 +108,22 @@ class Program:
         return f"Program({self.expression!r})"
 
 
-@lru_cache(maxsize=1024)
-def compile_selector(expression: str, *, allow_multiple_allocations: bool = False,
-                     list_attributes: bool = False) -> Program:
-    """Compile a DRA device selector (cached per expression and options)."""
-    env = Environment(
+def _device_environment(allow_multiple_allocations: bool, list_attributes: bool) -> Environment:
+    """What a device expression sees: `device`, its fields, and `includes` only with list attributes."""
+    return Environment(
         variables={"device": DEVICE},
         object_fields={DEVICE: device_fields(allow_multiple_allocations)},
         disabled_functions=frozenset() if list_attributes else frozenset({"includes"}),
         device_variable="device",
         list_attributes=list_attributes,
     )
-    compiled = compile_checked(expression, env)
+
+
+@lru_cache(maxsize=1024)
+def compile_selector(expression: str, *, allow_multiple_allocations: bool = False,
+                     list_attributes: bool = False) -> Program:
+    """Compile a DRA device selector (cached per expression and options)."""
+    compiled = compile_checked(expression, _device_environment(allow_multiple_allocations, list_attributes))
     if not (compiled.type.is_dyn or compiled.type == BOOL):
         raise CelCompileError(f"compilation failed: ERROR: <input>:1:1: selector must evaluate to bool, "
                               f"not {compiled.type}\n | {expression.splitlines()[0] if expression else ''}"
@@ -181,14 +185,7 @@ def compile_derived(expression: str, *, allow_multiple_allocations: bool = False
     """Compile a derived attribute's expression (cached per expression and options): it must evaluate to
     a string, int, bool or semver, or a list of one of them (the scheduler compiles it as a stored
     expression, which may return lists whatever DRAListTypeAttributes says)."""
-    env = Environment(
-        variables={"device": DEVICE},
-        object_fields={DEVICE: device_fields(allow_multiple_allocations)},
-        disabled_functions=frozenset() if list_attributes else frozenset({"includes"}),
-        device_variable="device",
-        list_attributes=list_attributes,
-    )
-    compiled = compile_checked(expression, env)
+    compiled = compile_checked(expression, _device_environment(allow_multiple_allocations, list_attributes))
     if not _derived_type(compiled.type):
         raise CelCompileError("must evaluate to a primitive scalar (string, integer, boolean, semver) or a list "
                               f"of these scalars, not {compiled.type}")
