@@ -305,11 +305,14 @@ def stack(control_plane: ControlPlane, api: Any, nodesim: NodeSimulator) -> Iter
             f'draq_admissions_total{{cluster_queue="{names.cq_a}"}}') == 0, timeout=30)
         run_workload(control_plane, api, names, namespace, outside)
         # rate() over the one denial needs two samples of its counter
-        until("the borrowed GPUs, the gap and the denial to be scraped", lambda: (
+        # The figures are made at most 5 s after a pass while changes keep coming (`OperatorMetrics`), so the
+        # waiting group's figure can be scraped a pass after the admissions'.
+        until("the borrowed GPUs, the gap, the denial and the group waiting for quota to be scraped", lambda: (
             prometheus.value(f'draq_cluster_queue_borrowed{{cluster_queue="{names.cq_b}"}}'),
             prometheus.value('draq_accounting_gaps{kind="OutsideQueues"}'),
-            prometheus.value('sum(count_over_time(draq_webhook_denials_total[2m]))')),
-            accept=lambda v: v[0] == 4 and (v[1] or 0) >= 1 and (v[2] or 0) >= 2, timeout=60)
+            prometheus.value('sum(count_over_time(draq_webhook_denials_total[2m]))'),
+            prometheus.value(f'draq_pending_pod_groups{{cluster_queue="{names.cq_a}", reason="QuotaExceeded"}}')),
+            accept=lambda v: v[0] == 4 and (v[1] or 0) >= 1 and (v[2] or 0) >= 2 and v[3] == 1, timeout=60)
         yield Stack(draq, prometheus, names, namespace)
     finally:
         if prometheus is not None:
