@@ -199,7 +199,7 @@ def build(version: str | None = None, force: bool = False) -> BuildPaths:
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN="local", GOSUMDB="off")
     started = time.monotonic()
     print(f"building Kubernetes {v} control plane into {paths.bin_dir} "
-          f"(cold: ~15 min on 2 cores; cached afterwards)", flush=True)
+          f"(cold: about 7 min on 2 idle cores; cached afterwards)", flush=True)
     staging = _staging_modules(go, v, paths.work_dir, env)
     _write_wrapper(paths.work_dir, v, staging)
     _run_logged([go, "mod", "tidy"], paths.work_dir, paths.log_dir / "go-mod-tidy.log",
